@@ -1,0 +1,22 @@
+#include "engine/analyze.h"
+
+#include "engine/source.h"
+
+namespace ncclscan {
+
+Analysis Analyze(const RuleSet& rules, const std::vector<std::string>& paths, const ScanOptions& opts) {
+  Analysis a;
+  a.state = std::make_unique<JobState>(&rules);
+  std::vector<std::string> args = paths.empty() ? std::vector<std::string>{"-"} : paths;
+  std::vector<std::string> files = ExpandInputs(args, &a.errors);
+  Scanner scanner(&rules, opts);
+  scanner.Scan(files, a.state.get(), [&](const std::string& msg) { a.errors.push_back(msg); });
+  for (const auto& f : a.state->files()) {
+    if (f.error.empty() || f.bytes > 0) ++a.inputs;
+  }
+  a.state->Finalize();
+  a.diagnosis = Diagnose(*a.state);
+  return a;
+}
+
+}  // namespace ncclscan

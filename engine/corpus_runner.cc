@@ -1,0 +1,376 @@
+#include "engine/corpus_runner.h"
+
+#include <dirent.h>
+#include <simdjson.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "engine/analyze.h"
+#include "engine/source.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void FindCasesRec(const std::string& dir, std::vector<std::string>* out, int depth) {
+  if (depth > 8) return;
+  if (IsFile(dir + "/expected.json")) {
+    out->push_back(dir);
+    return;
+  }
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    std::string p = dir + "/" + n;
+    if (IsDir(p)) FindCasesRec(p, out, depth + 1);
+  }
+}
+
+std::string Basename(const std::string& p) {
+  size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+struct Expectation {
+  std::string description;
+  bool has_primary = false;   // key present
+  bool primary_null = false;
+  std::string primary_rule, primary_category, primary_ranks;
+  bool primary_has_ranks = false, primary_has_hosts = false;
+  std::vector<std::string> primary_hosts;
+  struct Present {
+    std::string rule, ranks;
+    bool has_ranks = false;
+  };
+  std::vector<Present> present;
+  std::vector<std::string> absent;
+  std::string max_severity;
+  bool has_summary = false;
+  std::string sum_ranks;
+  bool sum_has_ranks = false, sum_has_hosts = false, sum_has_comms = false, sum_has_versions = false;
+  std::vector<std::string> sum_hosts, sum_versions;
+  int64_t sum_comms = 0;
+};
+
+std::vector<std::string> Strings(simdjson::dom::element e) {
+  std::vector<std::string> out;
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto x : arr) {
+      std::string_view s;
+      if (x.get_string().get(s) == simdjson::SUCCESS) out.emplace_back(s);
+    }
+  }
+  return out;
+}
+
+bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  auto loaded = simdjson::padded_string::load(path);
+  if (loaded.error()) {
+    *err = "cannot read " + path;
+    return false;
+  }
+  if (parser.parse(loaded.value()).get(root) != simdjson::SUCCESS || !root.is_object()) {
+    *err = path + ": not a JSON object";
+    return false;
+  }
+  std::string_view s;
+  if (root["description"].get_string().get(s) == simdjson::SUCCESS) ex->description = std::string(s);
+  simdjson::dom::element p;
+  if (root["primary"].get(p) == simdjson::SUCCESS) {
+    ex->has_primary = true;
+    if (p.is_null()) {
+      ex->primary_null = true;
+    } else {
+      if (p["rule"].get_string().get(s) == simdjson::SUCCESS) ex->primary_rule = std::string(s);
+      if (p["category"].get_string().get(s) == simdjson::SUCCESS) ex->primary_category = std::string(s);
+      if (p["ranks"].get_string().get(s) == simdjson::SUCCESS) {
+        ex->primary_ranks = std::string(s);
+        ex->primary_has_ranks = true;
+      }
+      simdjson::dom::element h;
+      if (p["hosts"].get(h) == simdjson::SUCCESS) {
+        ex->primary_hosts = Strings(h);
+        ex->primary_has_hosts = true;
+      }
+    }
+  }
+  simdjson::dom::array arr;
+  if (root["present"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto x : arr) {
+      Expectation::Present pr;
+      if (x.get_string().get(s) == simdjson::SUCCESS) {
+        pr.rule = std::string(s);
+      } else {
+        if (x["rule"].get_string().get(s) == simdjson::SUCCESS) pr.rule = std::string(s);
+        if (x["ranks"].get_string().get(s) == simdjson::SUCCESS) {
+          pr.ranks = std::string(s);
+          pr.has_ranks = true;
+        }
+      }
+      if (!pr.rule.empty()) ex->present.push_back(pr);
+    }
+  }
+  simdjson::dom::element a;
+  if (root["absent"].get(a) == simdjson::SUCCESS) ex->absent = Strings(a);
+  if (root["max_severity"].get_string().get(s) == simdjson::SUCCESS) ex->max_severity = std::string(s);
+  simdjson::dom::element sum;
+  if (root["summary"].get(sum) == simdjson::SUCCESS && sum.is_object()) {
+    ex->has_summary = true;
+    if (sum["ranks"].get_string().get(s) == simdjson::SUCCESS) {
+      ex->sum_ranks = std::string(s);
+      ex->sum_has_ranks = true;
+    }
+    simdjson::dom::element h;
+    if (sum["hosts"].get(h) == simdjson::SUCCESS) {
+      ex->sum_hosts = Strings(h);
+      ex->sum_has_hosts = true;
+    }
+    int64_t n;
+    if (sum["communicators"].get_int64().get(n) == simdjson::SUCCESS) {
+      ex->sum_comms = n;
+      ex->sum_has_comms = true;
+    }
+    if (sum["nccl_versions"].get(h) == simdjson::SUCCESS) {
+      ex->sum_versions = Strings(h);
+      ex->sum_has_versions = true;
+    }
+  }
+  return true;
+}
+
+std::string Describe(const Finding& f) {
+  std::string where = CompactRanks(f.ranks);
+  std::string hosts;
+  for (const auto& h : f.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+  return fmt::format("{} [{}, {}]{}{}", f.rule_id, SeverityName(f.severity), RoleName(f.role),
+                     where.empty() ? "" : " ranks " + where, hosts.empty() ? "" : " hosts " + hosts);
+}
+
+std::string JoinList(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+  return "[" + out + "]";
+}
+
+// Compares; returns the list of differences (empty = pass).
+std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
+  std::vector<std::string> diffs;
+  const Diagnosis& d = a.diagnosis;
+  const Finding* primary = d.primary >= 0 ? &d.findings[d.primary] : nullptr;
+  if (ex.has_primary) {
+    if (ex.primary_null) {
+      if (primary) diffs.push_back("primary: expected none, got " + Describe(*primary));
+    } else if (!primary) {
+      diffs.push_back("primary: expected " + ex.primary_rule + ", got none (no finding at warning or above)");
+    } else {
+      if (!ex.primary_rule.empty() && primary->rule_id != ex.primary_rule) {
+        diffs.push_back("primary: expected rule " + ex.primary_rule + ", got " + Describe(*primary));
+      }
+      if (!ex.primary_category.empty() && primary->category != ex.primary_category) {
+        diffs.push_back("primary: expected category " + ex.primary_category + ", got " + primary->category);
+      }
+      if (ex.primary_has_ranks && CompactRanks(primary->ranks) != ex.primary_ranks) {
+        diffs.push_back("primary: expected ranks " + ex.primary_ranks + ", got " + CompactRanks(primary->ranks));
+      }
+      if (ex.primary_has_hosts) {
+        std::vector<std::string> want = ex.primary_hosts;
+        std::sort(want.begin(), want.end());
+        if (want != primary->hosts) {
+          diffs.push_back("primary: expected hosts " + JoinList(want) + ", got " + JoinList(primary->hosts));
+        }
+      }
+    }
+  }
+  for (const auto& p : ex.present) {
+    bool found = false;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == p.rule && (!p.has_ranks || CompactRanks(f.ranks) == p.ranks)) found = true;
+    }
+    if (!found) {
+      diffs.push_back("present: missing " + p.rule + (p.has_ranks ? " with ranks " + p.ranks : ""));
+    }
+  }
+  for (const auto& r : ex.absent) {
+    for (const auto& f : d.findings) {
+      if (f.rule_id == r) diffs.push_back("absent: found " + Describe(f));
+    }
+  }
+  if (!ex.max_severity.empty()) {
+    Severity max;
+    if (!ParseSeverity(ex.max_severity, &max)) {
+      diffs.push_back("max_severity: unknown severity '" + ex.max_severity + "'");
+    } else {
+      for (const auto& f : d.findings) {
+        if (f.severity > max) diffs.push_back("max_severity " + ex.max_severity + ": found " + Describe(f));
+      }
+    }
+  }
+  if (ex.has_summary) {
+    const JobState& st = *a.state;
+    std::vector<int> ranks;
+    for (int s : st.LiveSubjects()) {
+      if (st.subjects()[s].rank >= 0) ranks.push_back(st.subjects()[s].rank);
+    }
+    if (ex.sum_has_ranks && CompactRanks(ranks) != ex.sum_ranks) {
+      diffs.push_back("summary: expected ranks " + ex.sum_ranks + ", got " + CompactRanks(ranks));
+    }
+    if (ex.sum_has_hosts) {
+      std::set<std::string> h = st.Hosts();
+      std::vector<std::string> got(h.begin(), h.end()), want = ex.sum_hosts;
+      std::sort(want.begin(), want.end());
+      if (got != want) diffs.push_back("summary: expected hosts " + JoinList(want) + ", got " + JoinList(got));
+    }
+    if (ex.sum_has_comms && static_cast<int64_t>(st.comms().size()) != ex.sum_comms) {
+      diffs.push_back(fmt::format("summary: expected {} communicators, got {}", ex.sum_comms, st.comms().size()));
+    }
+    if (ex.sum_has_versions) {
+      std::set<std::string> v;
+      int fact = st.rules().FindFact("nccl_version");
+      for (int s : st.LiveSubjects()) {
+        if (const FactValue* fv = st.subjects()[s].Get(fact)) v.insert(fv->value);
+      }
+      std::vector<std::string> got(v.begin(), v.end()), want = ex.sum_versions;
+      std::sort(want.begin(), want.end());
+      if (got != want) diffs.push_back("summary: expected NCCL versions " + JoinList(want) + ", got " + JoinList(got));
+    }
+  }
+  return diffs;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  AppendJsonEscaped(&out, s);
+  return out + "\"";
+}
+
+std::string WriteExpectation(const Expectation& old, const Analysis& a) {
+  const Diagnosis& d = a.diagnosis;
+  std::string out = "{\n";
+  out += "  \"description\": " + Quote(old.description) + ",\n";
+  if (d.primary >= 0) {
+    const Finding& p = d.findings[d.primary];
+    std::string hosts;
+    for (const auto& h : p.hosts) hosts += (hosts.empty() ? "" : ", ") + Quote(h);
+    out += "  \"primary\": {\"rule\": " + Quote(p.rule_id) + ", \"category\": " + Quote(p.category);
+    if (!p.ranks.empty()) out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
+    if (!p.hosts.empty()) out += ", \"hosts\": [" + hosts + "]";
+    out += "},\n";
+  } else {
+    out += "  \"primary\": null,\n";
+  }
+  std::set<std::string> present;
+  for (const auto& f : d.findings) {
+    if (f.severity >= Severity::kWarning) present.insert(f.rule_id);
+  }
+  std::string list;
+  for (const auto& p : present) list += (list.empty() ? "" : ", ") + Quote(p);
+  out += "  \"present\": [" + list + "],\n";
+  list.clear();
+  for (const auto& p : old.absent) {
+    if (!present.count(p)) list += (list.empty() ? "" : ", ") + Quote(p);
+  }
+  out += "  \"absent\": [" + list + "]";
+  if (d.primary < 0) out += ",\n  \"max_severity\": \"info\"";
+  else if (!old.max_severity.empty()) out += ",\n  \"max_severity\": " + Quote(old.max_severity);
+  out += "\n}\n";
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> FindCases(const std::string& root) {
+  std::vector<std::string> out;
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  FindCasesRec(r, &out, 0);
+  return out;
+}
+
+CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
+                       std::string* out) {
+  CorpusResult res;
+  auto color = [&](const char* code, const std::string& s) {
+    return opts.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
+  };
+  std::vector<std::string> cases;
+  for (const auto& r : roots) {
+    std::vector<std::string> c = FindCases(r);
+    if (c.empty()) {
+      *out += "ncclscan: error: no test cases (directories with expected.json) under " + r + "\n";
+      res.errors++;
+    }
+    cases.insert(cases.end(), c.begin(), c.end());
+  }
+  for (const auto& dir : cases) {
+    std::string name = Basename(dir);
+    if (!opts.only.empty() && std::find(opts.only.begin(), opts.only.end(), name) == opts.only.end() &&
+        std::find(opts.only.begin(), opts.only.end(), dir) == opts.only.end()) {
+      continue;
+    }
+    Expectation ex;
+    std::string err;
+    if (!ParseExpectation(dir + "/expected.json", &ex, &err)) {
+      *out += color("31;1", "ERROR") + " " + dir + ": " + err + "\n";
+      res.errors++;
+      res.failed++;
+      continue;
+    }
+    std::vector<std::string> scan_errors;
+    std::vector<std::string> files = ExpandInputs({dir}, &scan_errors);
+    std::vector<std::string> logs;
+    for (const auto& f : files) {
+      std::string b = Basename(f);
+      if (b == "expected.json" || b == "SOURCE.md" || b == "README.md") continue;
+      logs.push_back(f);
+    }
+    Analysis a = Analyze(rules, logs, opts.scan);
+    if (opts.update) {
+      std::ofstream o(dir + "/expected.json", std::ios::binary | std::ios::trunc);
+      o << WriteExpectation(ex, a);
+      *out += color("33;1", "UPDATED") + " " + dir + "\n";
+      res.updated++;
+      continue;
+    }
+    std::vector<std::string> diffs = Compare(ex, a);
+    if (diffs.empty()) {
+      *out += color("32;1", "PASS") + " " + dir + "\n";
+      res.passed++;
+      continue;
+    }
+    res.failed++;
+    *out += color("31;1", "FAIL") + " " + dir + (ex.description.empty() ? "" : "  (" + ex.description + ")") + "\n";
+    for (const auto& dline : diffs) *out += "    - " + dline + "\n";
+    *out += "    findings were:\n";
+    if (a.diagnosis.findings.empty()) *out += "      (none)\n";
+    for (const auto& f : a.diagnosis.findings) *out += "      " + Describe(f) + "\n";
+  }
+  *out += fmt::format("{} passed, {} failed\n", res.passed, res.failed);
+  return res;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,49 @@
+// CorpusRunner: `ncclscan test` — runs every regression case under the given
+// roots and compares the diagnosis with the case's expected.json:
+//
+//   {"description": "…",
+//    "primary": {"rule": "DIVERGENT-RANK", "category": "desync", "ranks": "13", "hosts": ["gpu-node-001"]} | null,
+//    "present": ["TORCH-WATCHDOG-TIMEOUT", {"rule": "…", "ranks": "0-3"}],
+//    "absent": ["NET-SOCKET-MULTINODE"],
+//    "max_severity": "info",
+//    "summary": {"ranks": "0-15", "hosts": ["a", "b"], "communicators": 1, "nccl_versions": ["2.21.5+cuda12.4"]}}
+//
+// Every key but "description" is optional. A case is a directory holding
+// expected.json; all other files in it (except SOURCE.md / README.md) are its logs.
+//
+// Thread-safety: single-threaded driver (each case's scan is parallel).
+#ifndef NCCLSCAN_ENGINE_CORPUS_RUNNER_H_
+#define NCCLSCAN_ENGINE_CORPUS_RUNNER_H_
+
+#include <string>
+#include <vector>
+
+#include "engine/scanner.h"
+#include "rules/rule_set.h"
+
+namespace ncclscan {
+
+struct CorpusOptions {
+  bool update = false;               // rewrite expected.json of the selected cases
+  std::vector<std::string> only;     // case names to run (empty = all)
+  ScanOptions scan;
+  bool color = false;
+};
+
+struct CorpusResult {
+  int passed = 0;
+  int failed = 0;
+  int updated = 0;
+  int errors = 0;  // cases that could not be read (bad expected.json)
+};
+
+// Appends the per-case report and the closing "N passed, N failed" line to *out.
+CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
+                       std::string* out);
+
+// Finds case directories (those holding expected.json) under root, sorted.
+std::vector<std::string> FindCases(const std::string& root);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_CORPUS_RUNNER_H_

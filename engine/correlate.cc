@@ -1,0 +1,511 @@
+// Correlations: the cross-rank rule kinds of docs/rules.md §3, interpreted over
+// the facts of all subjects once scanning is done.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "engine/diagnosis.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+// A fact's comparable value on one subject ("" if absent).
+std::string ValueOf(const FactValue& v, const FactSpec& spec) {
+  if (spec.merge == MergeMode::kSet) {
+    std::string out;
+    for (const auto& x : v.values) out += (out.empty() ? "" : "+") + x;
+    return out;
+  }
+  return v.value;
+}
+
+struct Ctx {
+  const JobState& state;
+  const CompiledCorrelation& c;
+  std::vector<Finding>* out;
+  std::vector<int> live;
+
+  Finding Make(const std::vector<int>& subjects, const Vars& vars_in, const std::string& group) const {
+    Finding f;
+    f.rule_id = c.spec.id.value;
+    f.kind = c.spec.kind.value;
+    f.category = c.spec.category;
+    f.severity = c.spec.finding.severity;
+    f.confidence = c.spec.finding.confidence;
+    f.role = c.spec.finding.role;
+    f.title = c.spec.title;
+    f.remediation = c.spec.finding.remediation;
+    f.references = c.spec.references;
+    f.group = group;
+    FillSubjects(state, subjects, &f);
+    f.count = static_cast<int64_t>(subjects.size());
+    Vars vars = vars_in;
+    f.explanation = c.explanation.Render([&](const std::string& name, std::string* o) {
+      if (name == "ranks") o->append(SubjectsText(f));
+      else if (name == "hosts") o->append(HostsText(f));
+      else if (name == "count") o->append(std::to_string(f.count));
+      else {
+        auto it = vars.find(name);
+        if (it != vars.end()) o->append(it->second);
+      }
+    });
+    auto key = vars.find("key");
+    if (key != vars.end()) {
+      if (c.spec.fact.value == "last_opcount") f.communicator = key->second;
+      else if (c.spec.fact.value == "last_completed" || c.spec.fact.value == "last_enqueued" ||
+               c.spec.fact.value == "timeout_seq") f.process_group = key->second;
+    }
+    return f;
+  }
+
+  void AddEvidence(Finding* f, const std::vector<const FactValue*>& values) const {
+    std::vector<const FactValue*> v = values;
+    std::sort(v.begin(), v.end(), [](const FactValue* a, const FactValue* b) {
+      if (a->evidence.file != b->evidence.file) return a->evidence.file < b->evidence.file;
+      return a->evidence.line < b->evidence.line;
+    });
+    for (const FactValue* fv : v) {
+      if (f->evidence.size() >= kMaxEvidencePerFinding) break;
+      if (fv->evidence.file >= 0) f->evidence.push_back(fv->evidence);
+    }
+    if (!v.empty()) f->first = v.front()->seen;
+  }
+
+  // Values of a keyed or unkeyed fact per subject: key -> subject -> value.
+  std::map<std::string, std::map<int, const FactValue*>> Values(int fact) const {
+    std::map<std::string, std::map<int, const FactValue*>> m;
+    const FactSpec& spec = state.rules().facts()[fact];
+    for (int i : live) {
+      const Subject& s = state.subjects()[i];
+      if (spec.keyed) {
+        for (const auto& kv : s.keyed[fact]) m[kv.first][i] = &kv.second;
+      } else if (const FactValue* v = s.Get(fact)) {
+        m[""][i] = v;
+      }
+    }
+    return m;
+  }
+};
+
+std::string Majority(const std::map<std::string, std::vector<int>>& by_value, std::string* tie_note) {
+  std::string best;
+  size_t best_n = 0;
+  int ties = 0;
+  for (const auto& kv : by_value) {
+    if (kv.second.size() > best_n) {
+      best = kv.first;
+      best_n = kv.second.size();
+      ties = 0;
+    } else if (kv.second.size() == best_n) {
+      ++ties;
+    }
+  }
+  *tie_note = ties ? " (no clear majority)" : "";
+  return best;
+}
+
+void Consensus(Ctx& x) {
+  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
+  auto values = x.Values(x.c.fact);
+  // Keyed facts: a subject that reports the fact for some key but not this one is "(unset)".
+  std::set<int> reporters;
+  for (const auto& kv : values) {
+    for (const auto& sv : kv.second) reporters.insert(sv.first);
+  }
+  for (const auto& kv : values) {
+    const std::string& key = kv.first;
+    std::map<int, std::string> val;
+    for (int s : reporters) {
+      auto it = kv.second.find(s);
+      if (it != kv.second.end()) val[s] = ValueOf(*it->second, spec);
+      else if (spec.keyed) val[s] = "(unset)";
+    }
+    // Per host: each host's value is the majority of its subjects.
+    std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
+    std::map<std::string, std::vector<int>> host_subjects;
+    if (x.c.spec.over == "host") {
+      for (const auto& sv : val) {
+        const std::string& h = x.state.subjects()[sv.first].host;
+        if (!h.empty()) host_subjects[h].push_back(sv.first);
+      }
+      if (static_cast<int>(host_subjects.size()) < x.c.spec.min_subjects) continue;
+      for (const auto& hs : host_subjects) {
+        std::map<std::string, std::vector<int>> hv;
+        for (int s : hs.second) hv[val[s]].push_back(s);
+        std::string note;
+        std::string hval = Majority(hv, &note);
+        auto& g = groups[hval];
+        g.insert(g.end(), hs.second.begin(), hs.second.end());
+      }
+    } else {
+      if (static_cast<int>(val.size()) < x.c.spec.min_subjects) continue;
+      for (const auto& sv : val) groups[sv.second].push_back(sv.first);
+    }
+    if (groups.size() < 2) continue;
+    // Majority by number of hosts (over: host) or subjects.
+    std::string majority;
+    size_t best = 0;
+    for (const auto& g : groups) {
+      size_t n = g.second.size();
+      if (x.c.spec.over == "host") {
+        std::set<std::string> hs;
+        for (int s : g.second) hs.insert(x.state.subjects()[s].host);
+        n = hs.size();
+      }
+      if (n > best) {
+        best = n;
+        majority = g.first;
+      }
+    }
+    std::vector<int> outliers, majority_subjects = groups[majority];
+    std::string outlier_values;
+    std::vector<const FactValue*> ev;
+    for (const auto& g : groups) {
+      if (g.first == majority) continue;
+      outliers.insert(outliers.end(), g.second.begin(), g.second.end());
+      outlier_values += (outlier_values.empty() ? "" : ", ") + g.first;
+      for (int s : g.second) {
+        auto it = kv.second.find(s);
+        if (it != kv.second.end()) ev.push_back(it->second);
+      }
+    }
+    for (int s : majority_subjects) {
+      auto it = kv.second.find(s);
+      if (it != kv.second.end() && ev.size() < kMaxEvidencePerFinding + 1) {
+        ev.push_back(it->second);
+        break;  // one line of the majority for contrast
+      }
+    }
+    Finding maj;
+    FillSubjects(x.state, majority_subjects, &maj);
+    Vars vars{{"value", outlier_values}, {"majority", majority}, {"key", key},
+              {"majority_ranks", SubjectsText(maj)}, {"majority_hosts", HostsText(maj)}};
+    Finding f = x.Make(outliers, vars, key + "=" + outlier_values);
+    x.AddEvidence(&f, ev);
+    x.out->push_back(std::move(f));
+  }
+}
+
+bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
+  if (cond.op == "exists") return v != nullptr;
+  if (cond.op == "absent") return v == nullptr;
+  if (!v) return false;
+  std::string val = ValueOf(*v, spec);
+  if (cond.op == "equals") return val == cond.value;
+  if (cond.op == "not_equals") return val != cond.value;
+  if (cond.op == "matches") {
+    if (spec.merge == MergeMode::kSet) {
+      for (const auto& x : v->values) if (RE2::PartialMatch(x, cond.value)) return true;
+      return false;
+    }
+    return RE2::PartialMatch(val, cond.value);
+  }
+  long double a, b;
+  if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value, false, &b)) return false;
+  if (cond.op == "gt") return a > b;
+  if (cond.op == "lt") return a < b;
+  return false;
+}
+
+void ConditionKind(Ctx& x) {
+  if (x.c.spec.job_hosts_gt >= 0 && static_cast<int>(x.state.Hosts().size()) <= x.c.spec.job_hosts_gt) return;
+  std::vector<int> hits;
+  std::vector<const FactValue*> ev;
+  std::string value;
+  for (int s : x.live) {
+    const Subject& sub = x.state.subjects()[s];
+    bool all = true;
+    const FactValue* first = nullptr;
+    for (size_t k = 0; k < x.c.spec.where.size() && all; ++k) {
+      int fact = x.c.where_facts[k];
+      const FactSpec& spec = x.state.rules().facts()[fact];
+      const FactValue* v = sub.Get(fact);
+      if (!Holds(x.c.spec.where[k], v, spec)) all = false;
+      if (k == 0) first = v;
+    }
+    if (!all) continue;
+    hits.push_back(s);
+    if (first) {
+      ev.push_back(first);
+      if (value.empty()) value = ValueOf(*first, x.state.rules().facts()[x.c.where_facts[0]]);
+    }
+  }
+  if (hits.empty()) return;
+  Finding f = x.Make(hits, {{"value", value}}, "");
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
+void Absence(Ctx& x) {
+  std::vector<int> hits;
+  std::vector<const FactValue*> ev;
+  bool anyone_has_absent = false;
+  for (int s : x.live) {
+    const Subject& sub = x.state.subjects()[s];
+    if (sub.Get(x.c.absent)) anyone_has_absent = true;
+  }
+  // Without a single subject that reached the "absent" fact, an excerpt that
+  // stops early cannot be told from a real hang: say nothing.
+  if (!anyone_has_absent) return;
+  for (int s : x.live) {
+    const Subject& sub = x.state.subjects()[s];
+    const FactValue* p = sub.Get(x.c.present);
+    if (p && !sub.Get(x.c.absent)) {
+      hits.push_back(s);
+      ev.push_back(p);
+    }
+  }
+  if (hits.empty()) return;
+  Finding f = x.Make(hits, {}, "");
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
+void MissingRanks(Ctx& x) {
+  for (const auto& kv : x.state.comms()) {
+    const CommInfo& ci = kv.second;
+    if (ci.nranks <= 1) continue;
+    std::set<int> seen = ci.ranks_started;
+    seen.insert(ci.ranks_completed.begin(), ci.ranks_completed.end());
+    seen.insert(ci.ranks_aborted.begin(), ci.ranks_aborted.end());
+    int n = static_cast<int>(seen.size());
+    // A dump of a few ranks is an excerpt, not a job with missing ranks.
+    if (n == 0 || n >= ci.nranks || n * 2 < ci.nranks) continue;
+    std::vector<int> missing;
+    for (int r = 0; r < ci.nranks; ++r) {
+      if (!seen.count(r)) missing.push_back(r);
+    }
+    Finding f = x.Make({}, {{"missing", CompactRanks(missing)}, {"nranks", std::to_string(ci.nranks)},
+                            {"comm", ci.id}}, ci.id);
+    f.ranks = missing;
+    f.count = static_cast<int64_t>(missing.size());
+    f.communicator = ci.id;
+    // Re-render now that ranks are the missing ones.
+    f.explanation = x.c.explanation.Render([&](const std::string& name, std::string* o) {
+      if (name == "ranks" || name == "missing") o->append(CompactRanks(missing));
+      else if (name == "nranks") o->append(std::to_string(ci.nranks));
+      else if (name == "comm") o->append(ci.id);
+      else if (name == "count") o->append(std::to_string(missing.size()));
+      else if (name == "hosts") o->append("?");
+    });
+    x.out->push_back(std::move(f));
+  }
+}
+
+void Extreme(Ctx& x) {
+  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
+  if (x.c.require >= 0) {
+    bool any = false;
+    for (int s : x.live) any |= x.state.subjects()[s].Get(x.c.require) != nullptr;
+    if (!any) return;
+  }
+  auto values = x.Values(x.c.fact);
+  // The key most subjects report is where silent subjects are counted.
+  std::string main_key;
+  size_t main_n = 0;
+  for (const auto& kv : values) {
+    if (kv.second.size() > main_n) {
+      main_n = kv.second.size();
+      main_key = kv.first;
+    }
+  }
+  std::set<int> reporters;
+  for (const auto& kv : values) for (const auto& sv : kv.second) reporters.insert(sv.first);
+  for (const auto& kv : values) {
+    std::vector<int> silent;
+    if (x.c.spec.silent_is_behind && kv.first == main_key) {
+      for (int s : x.live) {
+        const Subject& sub = x.state.subjects()[s];
+        if (sub.rank < 0 || reporters.count(s)) continue;
+        if (x.c.require >= 0 && sub.Get(x.c.require)) continue;
+        silent.push_back(s);
+      }
+    }
+    std::map<long double, std::vector<int>> by_value;
+    std::map<long double, std::string> text;
+    for (const auto& sv : kv.second) {
+      long double v;
+      if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
+      by_value[v].push_back(sv.first);
+      text[v] = sv.second->value;
+    }
+    size_t total = silent.size();
+    for (const auto& bv : by_value) total += bv.second.size();
+    if (total < 2) continue;
+    std::vector<int> culprits = silent;
+    std::string value = silent.empty() ? "" : "nothing";
+    if (by_value.size() > 1) {
+      auto& ext = x.c.spec.select == "max" ? by_value.rbegin()->second : by_value.begin()->second;
+      const std::string& t = x.c.spec.select == "max" ? text.rbegin()->second : text.begin()->second;
+      culprits.insert(culprits.end(), ext.begin(), ext.end());
+      value += (value.empty() ? "" : " / ") + t;
+    }
+    if (culprits.empty() || culprits.size() * 2 > total) continue;  // not an outlier
+    // The most common value among the others.
+    std::string majority;
+    size_t best = 0;
+    for (const auto& bv : by_value) {
+      if (std::find(culprits.begin(), culprits.end(), bv.second.front()) != culprits.end()) continue;
+      if (bv.second.size() > best) {
+        best = bv.second.size();
+        majority = text[bv.first];
+      }
+    }
+    std::vector<const FactValue*> ev;
+    for (int s : culprits) {
+      auto it = kv.second.find(s);
+      if (it != kv.second.end()) ev.push_back(it->second);
+    }
+    for (const auto& sv : kv.second) {
+      if (std::find(culprits.begin(), culprits.end(), sv.first) == culprits.end()) {
+        ev.push_back(sv.second);
+        break;
+      }
+    }
+    Finding f = x.Make(culprits, {{"key", kv.first}, {"value", value}, {"majority", majority}}, kv.first);
+    x.AddEvidence(&f, ev);
+    x.out->push_back(std::move(f));
+  }
+}
+
+void FirstInTime(Ctx& x) {
+  std::vector<std::pair<int, const FactValue*>> have;
+  for (int s : x.live) {
+    if (const FactValue* v = x.state.subjects()[s].Get(x.c.fact)) have.push_back({s, v});
+  }
+  if (have.size() < 2) return;
+  bool all_timed = true;
+  for (const auto& h : have) all_timed &= h.second->seen.time >= 0;
+  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
+  std::string uncertainty;
+  std::pair<int, const FactValue*> first = have.front();
+  if (all_timed) {
+    for (const auto& h : have) {
+      if (h.second->seen.time < first.second->seen.time) first = h;
+    }
+    int ties = 0;
+    double second_best = -1;
+    for (const auto& h : have) {
+      if (h.first == first.first) continue;
+      if (h.second->seen.time == first.second->seen.time) ++ties;
+      if (second_best < 0 || h.second->seen.time < second_best) second_best = h.second->seen.time;
+    }
+    if (ties) return;  // no earliest
+    uncertainty = fmt::format("{:.3f} s before the next rank; timestamps come from different hosts whose clocks "
+                              "may disagree by more than that",
+                              second_best - first.second->seen.time);
+  } else {
+    // Without timestamps only lines of one file can be ordered.
+    int file = have.front().second->seen.file;
+    for (const auto& h : have) {
+      if (h.second->seen.file != file) return;
+      if (h.second->seen.line < first.second->seen.line) first = h;
+    }
+    uncertainty = "no timestamps; ordered by line within " + x.state.files()[file].path;
+  }
+  Finding f = x.Make({first.first}, {{"value", ValueOf(*first.second, spec)}, {"uncertainty", uncertainty}}, "");
+  std::vector<const FactValue*> ev{first.second};
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
+// "10.0.0.5<53311>" -> "10.0.0.5"; "gpu-b03.cluster.local<51234>" -> "gpu-b03".
+std::string PeerHost(const std::string& peer, const std::map<std::string, std::string>& owner,
+                     const std::set<std::string>& hosts) {
+  std::string p = peer.substr(0, peer.find('<'));
+  auto it = owner.find(p);
+  if (it != owner.end()) return it->second;
+  if (hosts.count(p)) return p;
+  bool ip = !p.empty() && (std::isdigit(static_cast<unsigned char>(p[0])) || p.find(':') != std::string::npos);
+  if (!ip) {
+    std::string short_name = p.substr(0, p.find('.'));
+    if (hosts.count(short_name)) return short_name;
+    // "node-ib" style aliases of a host.
+    for (const auto& h : hosts) {
+      if (StartsWith(short_name, h) && short_name.size() > h.size() && short_name[h.size()] == '-') return h;
+    }
+    return short_name;
+  }
+  return p;
+}
+
+void PeerMap(Ctx& x) {
+  std::set<std::string> hosts = x.state.Hosts();
+  std::map<std::string, std::set<int>> reporters;  // peer host -> subjects reporting it
+  std::map<std::string, std::vector<const FactValue*>> ev;
+  std::set<int> all_reporters;
+  for (int s : x.live) {
+    const FactValue* v = x.state.subjects()[s].Get(x.c.fact);
+    if (!v) continue;
+    std::set<std::string> peers;
+    for (const auto& p : v->values) peers.insert(PeerHost(p, x.state.address_owner(), hosts));
+    if (v->values.empty() && !v->value.empty()) peers.insert(PeerHost(v->value, x.state.address_owner(), hosts));
+    for (const auto& ph : peers) {
+      // A host reporting itself is not evidence against it.
+      if (ph == x.state.subjects()[s].host && peers.size() > 1) continue;
+      reporters[ph].insert(s);
+      if (ev[ph].size() < kMaxEvidencePerFinding) ev[ph].push_back(v);
+    }
+    all_reporters.insert(s);
+  }
+  if (reporters.empty()) return;
+  std::string top;
+  size_t top_n = 0;
+  for (const auto& kv : reporters) {
+    if (kv.second.size() > top_n) {
+      top_n = kv.second.size();
+      top = kv.first;
+    }
+  }
+  if (static_cast<int>(top_n) < x.c.spec.min_reporters) return;
+  // The named host must account for most reports, or it is a storm without a centre.
+  if (top_n * 2 < all_reporters.size()) return;
+  std::vector<int> suspects;
+  for (int s : x.live) {
+    if (x.state.subjects()[s].host == top) suspects.push_back(s);
+  }
+  Finding rep;
+  FillSubjects(x.state, std::vector<int>(reporters[top].begin(), reporters[top].end()), &rep);
+  Finding f = x.Make(suspects, {{"peer_hosts", top}, {"reporters", SubjectsText(rep)}}, top);
+  f.hosts = {top};
+  if (suspects.empty()) {
+    f.others = {top};
+  }
+  f.count = static_cast<int64_t>(top_n);
+  // Re-render: {peer_ranks} / {hosts} depend on the suspects set above.
+  Finding suspects_f;
+  FillSubjects(x.state, suspects, &suspects_f);
+  f.explanation = x.c.explanation.Render([&](const std::string& name, std::string* o) {
+    if (name == "peer_hosts" || name == "hosts") o->append(top);
+    else if (name == "peer_ranks" || name == "ranks") o->append(suspects.empty() ? "?" : SubjectsText(suspects_f));
+    else if (name == "reporters") o->append(SubjectsText(rep));
+    else if (name == "count") o->append(std::to_string(top_n));
+  });
+  x.AddEvidence(&f, ev[top]);
+  x.out->push_back(std::move(f));
+}
+
+}  // namespace
+
+void RunCorrelations(const JobState& state, std::vector<Finding>* out) {
+  std::vector<int> live = state.LiveSubjects();
+  for (const CompiledCorrelation& c : state.rules().correlations()) {
+    Ctx x{state, c, out, live};
+    const std::string& k = c.spec.kind.value;
+    if (k == "consensus") Consensus(x);
+    else if (k == "condition") ConditionKind(x);
+    else if (k == "absence") Absence(x);
+    else if (k == "missing_ranks") MissingRanks(x);
+    else if (k == "extreme") Extreme(x);
+    else if (k == "first_in_time") FirstInTime(x);
+    else if (k == "peer_map") PeerMap(x);
+  }
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,172 @@
+#include "engine/diagnosis.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace ncclscan {
+
+void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f) {
+  std::set<int> ranks;
+  std::set<std::string> hosts, others;
+  for (int i : subjects) {
+    const Subject& s = state.subjects()[i];
+    if (s.rank >= 0) ranks.insert(s.rank);
+    else others.insert(s.label.empty() ? s.host : s.label);
+    if (!s.host.empty()) hosts.insert(s.host);
+  }
+  f->ranks.assign(ranks.begin(), ranks.end());
+  f->hosts.assign(hosts.begin(), hosts.end());
+  f->others.assign(others.begin(), others.end());
+}
+
+std::string SubjectsText(const Finding& f) {
+  std::string out = CompactRanks(f.ranks);
+  for (const auto& o : f.others) {
+    if (!out.empty()) out += ", ";
+    out += o;
+  }
+  return out.empty() ? "?" : out;
+}
+
+std::string HostsText(const Finding& f) {
+  std::string out;
+  for (const auto& h : f.hosts) {
+    if (!out.empty()) out += ",";
+    out += h;
+  }
+  return out.empty() ? "?" : out;
+}
+
+namespace {
+
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Captures with these names also fill the structured fields of a finding.
+void FillWhere(const std::map<std::string, std::string>& vars, Finding* f) {
+  auto get = [&](std::initializer_list<const char*> names) -> std::string {
+    for (const char* n : names) {
+      auto it = vars.find(n);
+      if (it != vars.end() && !it->second.empty()) return it->second;
+    }
+    return "";
+  };
+  f->communicator = get({"commid", "comm"});
+  f->process_group = get({"pg"});
+  f->op_type = get({"op", "optype"});
+  f->sequence = get({"seq", "seqnum"});
+}
+
+void LineFindings(const JobState& state, std::vector<Finding>* out) {
+  const RuleSet& rules = state.rules();
+  for (const auto& kv : state.line_findings()) {
+    const LineFindingAcc& acc = kv.second;
+    const CompiledRule& r = rules.rules()[acc.rule];
+    Finding f;
+    f.rule_id = r.spec.id.value;
+    f.kind = "line";
+    f.category = r.spec.category;
+    f.severity = r.spec.finding.severity;
+    f.confidence = r.spec.finding.confidence;
+    f.role = r.spec.finding.role;
+    f.title = r.spec.title;
+    f.remediation = r.spec.finding.remediation;
+    f.references = r.spec.references;
+    f.evidence = acc.evidence;
+    f.count = acc.count;
+    f.group = acc.group;
+    f.first = acc.first;
+    FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
+    FillWhere(acc.vars, &f);
+    f.explanation = r.explanation.Render([&](const std::string& name, std::string* o) {
+      if (name == "ranks") o->append(SubjectsText(f));
+      else if (name == "hosts") o->append(HostsText(f));
+      else if (name == "count") o->append(std::to_string(f.count));
+      else {
+        auto it = acc.vars.find(name);
+        if (it != acc.vars.end()) o->append(it->second);
+      }
+    });
+    out->push_back(std::move(f));
+  }
+}
+
+int RoleOrder(Role r) { return r == Role::kRoot ? 0 : (r == Role::kContext ? 1 : 2); }
+
+}  // namespace
+
+Diagnosis Diagnose(const JobState& state) {
+  Diagnosis d;
+  std::vector<Finding>& fs = d.findings;
+  LineFindings(state, &fs);
+  RunCorrelations(state, &fs);
+
+  // Causality: a finding that explains another turns it into a cascade.
+  const RuleSet& rules = state.rules();
+  std::map<std::string, std::vector<std::string>> explains;
+  for (const auto& r : rules.rules()) {
+    for (const auto& e : r.spec.finding.explains) explains[r.spec.id.value].push_back(e.value);
+  }
+  for (const auto& c : rules.correlations()) {
+    for (const auto& e : c.spec.finding.explains) explains[c.spec.id.value].push_back(e.value);
+  }
+  std::set<std::string> present;
+  for (const auto& f : fs) {
+    if (f.severity >= Severity::kWarning) present.insert(f.rule_id);
+  }
+  for (auto& f : fs) {
+    for (const auto& root : present) {
+      if (root == f.rule_id) continue;
+      const auto& ex = explains[root];
+      if (std::find(ex.begin(), ex.end(), f.rule_id) != ex.end()) {
+        f.role = Role::kCascade;
+        f.explained_by.push_back(root);
+      }
+    }
+  }
+
+  for (auto& f : fs) {
+    std::string key = f.rule_id + "|" + f.group + "|" + CompactRanks(f.ranks) + "|";
+    for (const auto& h : f.hosts) key += h + ",";
+    for (const auto& o : f.others) key += o + ",";
+    f.fingerprint = fmt::format("{:016x}", Fnv1a(key));
+  }
+
+  std::sort(fs.begin(), fs.end(), [](const Finding& a, const Finding& b) {
+    bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
+    if (ca != cb) return cb;
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
+    return a.fingerprint < b.fingerprint;
+  });
+
+  Severity worst = Severity::kInfo;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (fs[i].severity > worst) worst = fs[i].severity;
+    if (d.primary < 0 && fs[i].severity >= Severity::kWarning) d.primary = static_cast<int>(i);
+  }
+  d.status = worst >= Severity::kError ? "fail" : (worst >= Severity::kWarning ? "warn" : "ok");
+  if (d.primary >= 0) {
+    const Finding& p = fs[d.primary];
+    std::string where;
+    if (!p.ranks.empty() || !p.others.empty()) {
+      where = (p.ranks.size() == 1 && p.others.empty() ? "rank " : (p.ranks.empty() ? "" : "ranks ")) + SubjectsText(p);
+    }
+    if (!p.hosts.empty()) where += (where.empty() ? "" : " on ") + HostsText(p);
+    d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
+  } else {
+    d.headline = "no problem found";
+  }
+  return d;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,58 @@
+// Diagnosis: findings from line rules and correlations, with causal roles,
+// ranked worst-first, with stable fingerprints. This is what every report prints.
+//
+// Thread-safety: Diagnose() reads a finalized JobState; results are values.
+#ifndef NCCLSCAN_ENGINE_DIAGNOSIS_H_
+#define NCCLSCAN_ENGINE_DIAGNOSIS_H_
+
+#include <string>
+#include <vector>
+
+#include "engine/job_state.h"
+#include "rules/rule.h"
+
+namespace ncclscan {
+
+struct Finding {
+  std::string rule_id;
+  std::string kind;  // "line" or the correlation kind
+  std::string category;
+  Severity severity = Severity::kInfo;
+  double confidence = 0;
+  Role role = Role::kRoot;
+  std::string title;
+  std::string explanation;
+  std::string remediation;
+  std::vector<std::string> references;
+  std::vector<int> ranks;
+  std::vector<std::string> hosts;
+  std::vector<std::string> others;  // subjects without a known rank (host:pid, file)
+  std::string communicator, process_group, op_type, sequence;
+  std::vector<Evidence> evidence;
+  int64_t count = 0;
+  std::string group;  // what distinguishes findings of the same rule
+  std::string fingerprint;
+  std::vector<std::string> explained_by;
+  Seen first;
+};
+
+struct Diagnosis {
+  std::vector<Finding> findings;  // ranked
+  int primary = -1;               // index of the primary finding, -1 if none
+  std::string status;             // ok | warn | fail
+  std::string headline;
+};
+
+Diagnosis Diagnose(const JobState& state);
+
+// Correlations (correlate.cc): appends one Finding per correlation hit.
+void RunCorrelations(const JobState& state, std::vector<Finding>* out);
+
+// Shared helpers for building findings from a set of subjects.
+void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f);
+std::string SubjectsText(const Finding& f);
+std::string HostsText(const Finding& f);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_DIAGNOSIS_H_

@@ -1,0 +1,528 @@
+#include "engine/job_state.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "parsers/path_hints.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+std::string CompactRanks(const std::vector<int>& in) {
+  std::vector<int> r = in;
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  std::string out;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(r[i]);
+    if (j > i) out += "-" + std::to_string(r[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+JobState::JobState(const RuleSet* rules) : rules_(rules) {}
+
+int JobState::AddFile(const std::string& path) {
+  FileInfo f;
+  f.path = path;
+  PathHints h = ParsePathHints(path);
+  f.path_rank = h.rank;
+  f.path_local_rank = h.local_rank;
+  f.path_host = h.host;
+  f.path_pid = h.pid;
+  files_.push_back(std::move(f));
+  previous_subject_.push_back(-1);
+  return static_cast<int>(files_.size()) - 1;
+}
+
+namespace {
+
+std::string ProcessKey(std::string_view host, int64_t pid) {
+  std::string k = "P ";
+  k.append(host.data(), host.size());
+  k += ":" + std::to_string(pid);
+  return k;
+}
+
+bool SeenBefore(const Seen& a, const Seen& b) {
+  if (a.time >= 0 && b.time >= 0 && a.time != b.time) return a.time < b.time;
+  if (a.file != b.file) return a.file < b.file;
+  return a.line < b.line;
+}
+
+int CompareNumeric(std::string_view a, std::string_view b, bool hex) {
+  long double x, y;
+  bool ok_a = ParseNumber(a, hex, &x), ok_b = ParseNumber(b, hex, &y);
+  if (ok_a && ok_b) return x < y ? -1 : (x > y ? 1 : 0);
+  if (ok_a != ok_b) return ok_a ? 1 : -1;  // numbers beat junk
+  return a.compare(b);
+}
+
+void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
+  switch (spec.merge) {
+    case MergeMode::kFirst:
+      if (SeenBefore(from.seen, into->seen)) {
+        into->value = from.value;
+        into->evidence = from.evidence;
+        into->seen = from.seen;
+      }
+      break;
+    case MergeMode::kLast:
+      if (SeenBefore(into->seen, from.seen)) {
+        into->value = from.value;
+        into->evidence = from.evidence;
+        into->seen = from.seen;
+      }
+      break;
+    case MergeMode::kMax:
+    case MergeMode::kMin: {
+      int c = CompareNumeric(from.value, into->value, spec.hex);
+      if ((spec.merge == MergeMode::kMax && c > 0) || (spec.merge == MergeMode::kMin && c < 0)) {
+        into->value = from.value;
+        into->evidence = from.evidence;
+        into->seen = from.seen;
+      }
+      break;
+    }
+    case MergeMode::kSet:
+      for (const auto& v : from.values) {
+        auto it = std::lower_bound(into->values.begin(), into->values.end(), v);
+        if ((it == into->values.end() || *it != v) && into->values.size() < kMaxSetValues) into->values.insert(it, v);
+      }
+      if (SeenBefore(from.seen, into->seen)) {
+        into->evidence = from.evidence;
+        into->seen = from.seen;
+      }
+      break;
+    case MergeMode::kCount:
+      if (SeenBefore(from.seen, into->seen)) {
+        into->evidence = from.evidence;
+        into->seen = from.seen;
+      }
+      break;
+  }
+  into->count += from.count;
+  if (spec.merge == MergeMode::kCount) into->value = std::to_string(into->count);
+}
+
+}  // namespace
+
+int JobState::ProcessSubject(std::string_view host, int64_t pid) {
+  std::string key = ProcessKey(host, pid);
+  auto it = subject_index_.find(key);
+  if (it != subject_index_.end()) return it->second;
+  Subject s;
+  s.host = std::string(host);
+  s.pid = pid;
+  s.facts.resize(rules_->facts().size());
+  s.has_fact.resize(rules_->facts().size());
+  s.keyed.resize(rules_->facts().size());
+  subjects_.push_back(std::move(s));
+  int idx = static_cast<int>(subjects_.size()) - 1;
+  subject_index_.emplace(std::move(key), idx);
+  return idx;
+}
+
+int JobState::RankSubject(int rank) {
+  std::string key = "R " + std::to_string(rank);
+  auto it = subject_index_.find(key);
+  if (it != subject_index_.end()) return it->second;
+  Subject s;
+  s.rank = rank;
+  s.facts.resize(rules_->facts().size());
+  s.has_fact.resize(rules_->facts().size());
+  s.keyed.resize(rules_->facts().size());
+  subjects_.push_back(std::move(s));
+  int idx = static_cast<int>(subjects_.size()) - 1;
+  subject_index_.emplace(std::move(key), idx);
+  return idx;
+}
+
+void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
+  int s = ProcessSubject(host, pid);
+  Subject& sub = subjects_[s];
+  if (sub.files.empty() || sub.files.back() != file) {
+    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
+  }
+  if (files_[file].path_rank >= 0) sub.rank_hints[files_[file].path_rank]++;
+}
+
+int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous) {
+  if (capture_rank >= 0) {
+    int s = RankSubject(capture_rank);
+    previous_subject_[file] = s;
+    return s;
+  }
+  if (previous && previous_subject_[file] >= 0) return previous_subject_[file];
+  const FileInfo& f = files_[file];
+  if (!line.host.empty() && line.pid >= 0) {
+    int s = ProcessSubject(line.host, line.pid);
+    Subject& sub = subjects_[s];
+    if (line.rank_hint >= 0) sub.rank_hints[line.rank_hint]++;
+    if (f.path_rank >= 0) sub.rank_hints[f.path_rank]++;
+    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
+    return s;
+  }
+  int rank = line.rank_hint;
+  if (rank < 0) rank = f.path_rank;
+  if (rank < 0 && line.family == Family::kTorch && line.pg_rank >= 0 && (line.pg_id.empty() || line.pg_id == "0")) {
+    rank = line.pg_rank;
+  }
+  if (rank >= 0) {
+    int s = RankSubject(rank);
+    Subject& sub = subjects_[s];
+    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
+    if (sub.host.empty() && !line.host_hint.empty()) sub.host = std::string(line.host_hint);
+    return s;
+  }
+  if (!f.path_host.empty() && f.path_pid >= 0) return ProcessSubject(f.path_host, f.path_pid);
+  std::string key = "F " + std::to_string(file);
+  auto it = subject_index_.find(key);
+  if (it != subject_index_.end()) return it->second;
+  Subject s;
+  s.label = f.path;
+  s.files.push_back(file);
+  if (!line.host_hint.empty()) s.host = std::string(line.host_hint);
+  s.facts.resize(rules_->facts().size());
+  s.has_fact.resize(rules_->facts().size());
+  s.keyed.resize(rules_->facts().size());
+  subjects_.push_back(std::move(s));
+  int idx = static_cast<int>(subjects_.size()) - 1;
+  subject_index_.emplace(std::move(key), idx);
+  return idx;
+}
+
+void JobState::SetFact(Subject* s, int fact, std::string_view key, std::string_view value, const EvidenceRef& ev,
+                       const Seen& seen) {
+  const FactSpec& spec = rules_->facts()[fact];
+  FactValue* fv;
+  bool fresh;
+  if (spec.keyed) {
+    auto& m = s->keyed[fact];
+    auto it = m.find(key);
+    fresh = it == m.end();
+    if (fresh) it = m.emplace(std::string(key), FactValue()).first;
+    fv = &it->second;
+  } else {
+    fresh = !s->has_fact[fact];
+    s->has_fact[fact] = true;
+    fv = &s->facts[fact];
+  }
+  fv->count++;
+  bool take = fresh;
+  switch (spec.merge) {
+    case MergeMode::kFirst: break;
+    case MergeMode::kLast: take = true; break;
+    case MergeMode::kMax: take = fresh || CompareNumeric(value, fv->value, spec.hex) > 0; break;
+    case MergeMode::kMin: take = fresh || CompareNumeric(value, fv->value, spec.hex) < 0; break;
+    case MergeMode::kSet: {
+      auto it = std::lower_bound(fv->values.begin(), fv->values.end(), value);
+      if ((it == fv->values.end() || *it != value) && fv->values.size() < kMaxSetValues) {
+        fv->values.insert(it, std::string(value));
+      }
+      break;
+    }
+    case MergeMode::kCount:
+      fv->value = std::to_string(fv->count);
+      break;
+  }
+  if (take) {
+    if (spec.merge != MergeMode::kCount) fv->value.assign(value.data(), value.size());
+    ev.CopyTo(&fv->evidence);
+    fv->seen = seen;
+  }
+}
+
+void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule_idx, const re2::StringPiece* groups,
+                     int num_groups) {
+  const CompiledRule& r = rules_->rules()[rule_idx];
+  counters_.matched_lines++;
+
+  auto capture = [&](std::string_view name) -> std::string_view {
+    int i = r.CaptureIndex(name);
+    if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
+    return std::string_view(groups[i].data(), groups[i].size());
+  };
+  std::function<void(const std::string&, std::string*)> var = [&](const std::string& name, std::string* out) {
+    for (const CompiledLookup& lk : r.lookups) {
+      if (lk.name != name) continue;
+      std::string_view from = lk.from_capture > 0 && lk.from_capture < num_groups && groups[lk.from_capture].data()
+                                  ? std::string_view(groups[lk.from_capture].data(), groups[lk.from_capture].size())
+                                  : std::string_view();
+      auto it = lk.map.find(from);
+      if (it != lk.map.end()) out->append(it->second);
+      else lk.default_value.RenderTo(out, var);
+      return;
+    }
+    std::string_view c = capture(name);
+    out->append(c.data(), c.size());
+  };
+  // Single-variable templates of plain captures need no rendering (the COLL hot path).
+  auto render = [&](const Template& t, std::string* buf) -> std::string_view {
+    if (t.IsSingleVar()) {
+      int i = r.CaptureIndex(t.parts()[0].text);
+      if (i > 0) {
+        return i < num_groups && groups[i].data() ? std::string_view(groups[i].data(), groups[i].size())
+                                                   : std::string_view();
+      }
+    }
+    buf->clear();
+    t.RenderTo(buf, var);
+    return *buf;
+  };
+
+  int capture_rank = -1;
+  if (r.subject_capture > 0 && r.subject_capture < num_groups && groups[r.subject_capture].data()) {
+    std::string_view rv(groups[r.subject_capture].data(), groups[r.subject_capture].size());
+    int64_t v;
+    if (ConsumeInt(&rv, &v) && v < (1 << 24)) capture_rank = static_cast<int>(v);
+  }
+  int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
+
+  EvidenceRef ev{file, line_no, line.text.substr(0, kMaxEvidenceText), line.time};
+  Seen seen{line.time, file, line_no};
+
+  std::string b1, b2;
+  if (r.has_identity) {
+    std::string_view comm = render(r.identity[kIdComm], &b1);
+    std::string comm_id(render(r.identity[kIdCommId], &b2));
+    std::string subj_key = std::to_string(si) + "|";
+    if (!comm.empty()) {
+      std::string pk = subj_key + std::string(comm);
+      auto it = comm_ptr_.find(pk);
+      if (comm_id.empty()) {
+        comm_id = it != comm_ptr_.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
+                                                           std::to_string(subjects_[si].pid) + ":" + std::string(comm);
+      }
+      comm_ptr_[pk] = comm_id;
+    }
+    std::string rank_s(render(r.identity[kIdRank], &b1));
+    std::string nranks_s(render(r.identity[kIdNranks], &b1));
+    std::string event(render(r.identity[kIdEvent], &b1));
+    if (!comm_id.empty()) {
+      CommInfo& ci = comms_[comm_id];
+      ci.id = comm_id;
+      std::string_view nv = nranks_s;
+      int64_t n;
+      if (ConsumeInt(&nv, &n) && n < (1 << 24)) ci.nranks = static_cast<int>(n);
+      std::string_view rv = rank_s;
+      int64_t rk;
+      if (ConsumeInt(&rv, &rk) && rk < (1 << 24)) {
+        int rank = static_cast<int>(rk);
+        comm_rank_[si][comm_id] = rank;
+        if (event == "Init START") ci.ranks_started.insert(rank);
+        else if (event == "Init COMPLETE") ci.ranks_completed.insert(rank);
+        else if (StartsWith(event, "Abort")) ci.ranks_aborted.insert(rank);
+        ci.subjects.insert(si);
+        // Start/complete also become facts so correlations can use them.
+        int f_start = rules_->FindFact("init_start"), f_done = rules_->FindFact("init_complete");
+        int f_abort = rules_->FindFact("comm_abort");
+        if (event == "Init START" && f_start >= 0) SetFact(&subjects_[si], f_start, {}, comm_id, ev, seen);
+        if (event == "Init COMPLETE" && f_done >= 0) SetFact(&subjects_[si], f_done, {}, comm_id, ev, seen);
+        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(&subjects_[si], f_abort, {}, comm_id, ev, seen);
+      }
+    }
+    std::string_view addr = render(r.identity[kIdAddress], &b1);
+    if (!addr.empty() && !subjects_[si].host.empty()) address_owner_[std::string(addr)] = subjects_[si].host;
+    std::string_view gr = render(r.identity[kIdGlobalRank], &b1);
+    int64_t g;
+    if (!gr.empty() && ConsumeInt(&gr, &g) && g < (1 << 24)) subject_global_rank_[si] = static_cast<int>(g);
+  }
+
+  for (const CompiledFact& cf : r.facts) {
+    const FactSpec& spec = rules_->facts()[cf.fact];
+    std::string_view key;
+    std::string key_buf;
+    if (spec.keyed) {
+      key = render(cf.key, &b1);
+      if (spec.key_kind == "comm" && !key.empty()) {
+        auto it = comm_ptr_.find(std::to_string(si) + "|" + std::string(key));
+        if (it != comm_ptr_.end()) {
+          key_buf = it->second;
+          key = key_buf;
+        }
+      }
+      if (key.empty()) key = "-";
+    }
+    std::string_view value = render(cf.value, &b2);
+    SetFact(&subjects_[si], cf.fact, key, value, ev, seen);
+  }
+
+  if (r.spec.finding.present) {
+    std::string group;
+    for (const auto& g : r.group_by) {
+      if (!group.empty()) group += "\x1f";
+      var(g, &group);
+    }
+    std::string key = r.spec.id.value + "\x1e" + group;
+    auto it = line_findings_.find(key);
+    if (it == line_findings_.end()) {
+      LineFindingAcc acc;
+      acc.rule = rule_idx;
+      acc.group = group;
+      for (size_t i = 1; i < r.capture_names.size(); ++i) {
+        if (r.capture_names[i].empty()) continue;
+        std::string v;
+        var(r.capture_names[i], &v);
+        acc.vars[r.capture_names[i]] = v;
+      }
+      for (const auto& lk : r.lookups) {
+        std::string v;
+        var(lk.name, &v);
+        acc.vars[lk.name] = v;
+      }
+      acc.first = seen;
+      it = line_findings_.emplace(key, std::move(acc)).first;
+    }
+    LineFindingAcc& acc = it->second;
+    acc.count++;
+    acc.subjects.insert(si);
+    if (acc.evidence.size() < kMaxEvidencePerFinding) {
+      acc.evidence.emplace_back();
+      ev.CopyTo(&acc.evidence.back());
+    }
+    if (SeenBefore(seen, acc.first)) acc.first = seen;
+  }
+}
+
+void JobState::MergeSubject(int from, int into) {
+  Subject& a = subjects_[from];
+  Subject& b = subjects_[into];
+  a.merged_away = true;
+  a.merged_into = into;
+  if (b.host.empty()) b.host = a.host;
+  if (b.pid < 0) b.pid = a.pid;
+  for (int f : a.files) {
+    if (std::find(b.files.begin(), b.files.end(), f) == b.files.end()) b.files.push_back(f);
+  }
+  for (size_t f = 0; f < a.facts.size(); ++f) {
+    const FactSpec& spec = rules_->facts()[f];
+    if (a.has_fact[f]) {
+      if (!b.has_fact[f]) {
+        b.facts[f] = a.facts[f];
+        b.has_fact[f] = true;
+      } else {
+        MergeValue(spec, &b.facts[f], a.facts[f]);
+      }
+    }
+    for (const auto& kv : a.keyed[f]) {
+      auto it = b.keyed[f].find(kv.first);
+      if (it == b.keyed[f].end()) b.keyed[f].emplace(kv.first, kv.second);
+      else MergeValue(spec, &it->second, kv.second);
+    }
+  }
+}
+
+void JobState::Finalize() {
+  // 1. Resolve the global rank of every process subject.
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    Subject& s = subjects_[i];
+    if (s.rank >= 0 && s.pid < 0) continue;  // rank subject
+    int rank = -1;
+    std::string source;
+    auto g = subject_global_rank_.find(static_cast<int>(i));
+    if (g != subject_global_rank_.end()) {
+      rank = g->second;
+      source = "ProcessGroupNCCL global rank";
+    } else {
+      auto cr = comm_rank_.find(static_cast<int>(i));
+      if (cr != comm_rank_.end()) {
+        int best_n = -1;
+        for (const auto& kv : cr->second) {
+          int n = comms_[kv.first].nranks;
+          if (n > best_n) {
+            best_n = n;
+            rank = kv.second;
+          }
+        }
+        source = "communicator init";
+      }
+    }
+    int hint = -1, hint_n = 0;
+    for (const auto& kv : s.rank_hints) {
+      if (kv.second > hint_n) {
+        hint = kv.first;
+        hint_n = kv.second;
+      }
+    }
+    if (rank >= 0 && hint >= 0 && hint != rank) {
+      identity_conflicts_.push_back(s.host + ":" + std::to_string(s.pid) + " is rank " + std::to_string(rank) +
+                                    " by " + source + " but rank " + std::to_string(hint) +
+                                    " by its file name or line prefix; using " + std::to_string(rank));
+    }
+    if (s.rank_hints.size() > 1) {
+      std::string hs;
+      for (const auto& kv : s.rank_hints) hs += (hs.empty() ? "" : ", ") + std::to_string(kv.first);
+      identity_conflicts_.push_back(s.host + ":" + std::to_string(s.pid) + " carries several rank hints (" + hs + ")");
+    }
+    if (rank < 0) rank = hint;
+    s.rank = rank;
+  }
+  // 2. Merge every subject of the same rank into one (rank subjects first).
+  std::map<int, int> owner;
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    const Subject& s = subjects_[i];
+    if (s.rank >= 0 && s.pid < 0) owner.emplace(s.rank, static_cast<int>(i));
+  }
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    Subject& s = subjects_[i];
+    if (s.rank < 0) continue;
+    auto it = owner.find(s.rank);
+    if (it == owner.end()) {
+      owner.emplace(s.rank, static_cast<int>(i));
+    } else if (it->second != static_cast<int>(i)) {
+      MergeSubject(static_cast<int>(i), it->second);
+    }
+  }
+  // 3. Labels; comm membership follows merges.
+  for (auto& s : subjects_) {
+    if (s.rank >= 0) s.label = "rank " + std::to_string(s.rank);
+    else if (s.pid >= 0) s.label = s.host + ":" + std::to_string(s.pid);
+  }
+  auto resolve = [&](int i) {
+    while (subjects_[i].merged_away) i = subjects_[i].merged_into;
+    return i;
+  };
+  for (auto& kv : comms_) {
+    std::set<int> r;
+    for (int i : kv.second.subjects) r.insert(resolve(i));
+    kv.second.subjects = r;
+  }
+  for (auto& kv : line_findings_) {
+    std::set<int> r;
+    for (int i : kv.second.subjects) r.insert(resolve(i));
+    kv.second.subjects = r;
+  }
+  // A process's host is also its rank subject's host.
+  std::sort(identity_conflicts_.begin(), identity_conflicts_.end());
+}
+
+std::set<std::string> JobState::Hosts() const {
+  std::set<std::string> h;
+  for (const auto& s : subjects_) {
+    if (!s.merged_away && !s.host.empty()) h.insert(s.host);
+  }
+  return h;
+}
+
+std::vector<int> JobState::LiveSubjects() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    if (!subjects_[i].merged_away) out.push_back(static_cast<int>(i));
+  }
+  std::sort(out.begin(), out.end(), [&](int a, int b) {
+    const Subject& x = subjects_[a];
+    const Subject& y = subjects_[b];
+    bool rx = x.rank >= 0, ry = y.rank >= 0;
+    if (rx != ry) return rx;
+    if (rx && x.rank != y.rank) return x.rank < y.rank;
+    return x.label < y.label;
+  });
+  return out;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,183 @@
+// JobState: everything learnt about a job while scanning: subjects (processes
+// and ranks) with their facts, communicators, addresses, and the evidence of
+// line findings. Filled by the scanner's serial stage, in input order; then
+// Finalize() resolves identities (process -> global rank) and merges subjects.
+//
+// Memory is bounded by the number of subjects, communicators and rules: values
+// are merged as they arrive, evidence is capped per finding.
+//
+// Thread-safety: not thread-safe; only the scanner's serial stage writes it.
+#ifndef NCCLSCAN_ENGINE_JOB_STATE_H_
+#define NCCLSCAN_ENGINE_JOB_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parsers/parsed_line.h"
+#include "rules/rule_set.h"
+
+namespace ncclscan {
+
+inline constexpr size_t kMaxEvidencePerFinding = 5;
+inline constexpr size_t kMaxEvidenceText = 512;
+inline constexpr size_t kMaxSetValues = 64;
+
+struct Evidence {
+  int file = -1;      // index into JobState::files
+  int64_t line = 0;   // 1-based line number in that file
+  std::string text;
+  double time = -1;
+};
+
+// A not-yet-copied Evidence, so values that are merged away cost no copy.
+struct EvidenceRef {
+  int file = -1;
+  int64_t line = 0;
+  std::string_view text;
+  double time = -1;
+  void CopyTo(Evidence* e) const {
+    e->file = file;
+    e->line = line;
+    e->text.assign(text.data(), text.size());
+    e->time = time;
+  }
+};
+
+// Where a value was seen, for ordering "first" across ranks.
+struct Seen {
+  double time = -1;   // seconds-of-year from a timestamp, -1 if none
+  int file = -1;
+  int64_t line = 0;
+};
+
+struct FactValue {
+  std::string value;                 // first/last/max/min
+  std::vector<std::string> values;   // set (sorted, bounded)
+  int64_t count = 0;
+  Evidence evidence;
+  Seen seen;
+};
+
+struct Subject {
+  std::string host;
+  int64_t pid = -1;
+  int rank = -1;                     // resolved global rank (-1 unknown)
+  std::string label;                 // "rank 3" or "host:pid" when rank unknown
+  std::vector<int> files;
+  std::map<int, int> rank_hints;     // hinted global rank -> lines
+  std::vector<FactValue> facts;      // by fact index (unkeyed)
+  std::vector<bool> has_fact;
+  std::vector<std::map<std::string, FactValue, std::less<>>> keyed;  // by fact index
+  bool merged_away = false;
+  int merged_into = -1;
+
+  const FactValue* Get(int fact) const {
+    return fact >= 0 && fact < static_cast<int>(has_fact.size()) && has_fact[fact] ? &facts[fact] : nullptr;
+  }
+};
+
+struct CommInfo {
+  std::string id;                    // commId (or "ptr:host:pid:0x…" if unknown)
+  int nranks = 0;
+  std::set<int> ranks_started;
+  std::set<int> ranks_completed;
+  std::set<int> ranks_aborted;
+  std::set<int> subjects;            // subject indices of members
+};
+
+struct FileInfo {
+  std::string path;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  std::string error;                 // non-empty: could not be read (fully)
+  int path_rank = -1;
+  int path_local_rank = -1;
+  std::string path_host;
+  int64_t path_pid = -1;
+};
+
+struct LineFindingAcc {
+  int rule = -1;
+  std::string group;                 // joined group_by values
+  std::map<std::string, std::string> vars;  // template variables of the first occurrence
+  std::set<int> subjects;
+  std::vector<Evidence> evidence;
+  int64_t count = 0;
+  Seen first;
+};
+
+struct Counters {
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t family_lines[kNumFamilies] = {};
+  uint64_t matched_lines = 0;
+  uint64_t binary_lines = 0;
+  uint64_t nul_lines = 0;
+  uint64_t overlong_lines = 0;       // cut at the maximum line length
+  uint64_t glued_lines = 0;
+};
+
+class JobState {
+ public:
+  explicit JobState(const RuleSet* rules);
+
+  const RuleSet& rules() const { return *rules_; }
+
+  int AddFile(const std::string& path);
+  FileInfo& file(int i) { return files_[i]; }
+  const std::vector<FileInfo>& files() const { return files_; }
+
+  // A line of `file` with an NCCL header from host:pid (registers the process).
+  void NoteProcess(int file, std::string_view host, int64_t pid);
+  // One rule match on one line. `groups` are RE2 captures.
+  void Apply(int file, int64_t line_no, const ParsedLine& line, int rule, const re2::StringPiece* groups,
+             int num_groups);
+
+  Counters& counters() { return counters_; }
+  const Counters& counters() const { return counters_; }
+
+  // Resolves process -> rank and merges subjects of the same rank.
+  void Finalize();
+
+  const std::vector<Subject>& subjects() const { return subjects_; }
+  const std::map<std::string, CommInfo>& comms() const { return comms_; }
+  const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
+  const std::map<std::string, LineFindingAcc>& line_findings() const { return line_findings_; }
+  const std::vector<std::string>& identity_conflicts() const { return identity_conflicts_; }
+  std::set<std::string> Hosts() const;
+  // Live subjects (not merged away), ordered by rank then label.
+  std::vector<int> LiveSubjects() const;
+
+ private:
+  int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous);
+  int ProcessSubject(std::string_view host, int64_t pid);
+  int RankSubject(int rank);
+  void SetFact(Subject* s, int fact, std::string_view key, std::string_view value, const EvidenceRef& ev,
+               const Seen& seen);
+  void MergeSubject(int from, int into);
+
+  const RuleSet* rules_;
+  std::vector<FileInfo> files_;
+  std::vector<Subject> subjects_;
+  std::map<std::string, int, std::less<>> subject_index_;  // "P host:pid" / "R n" / "F file"
+  std::map<std::string, CommInfo> comms_;                   // by commId
+  std::map<std::string, std::string, std::less<>> comm_ptr_; // "subject|0xptr" -> commId
+  std::map<int, std::map<std::string, int>> comm_rank_;      // subject -> commId -> rank
+  std::map<int, int> subject_global_rank_;                   // from explicit identity
+  std::map<std::string, std::string> address_owner_;        // ip/host -> host
+  std::map<std::string, LineFindingAcc> line_findings_;     // by rule id + group
+  std::vector<int> previous_subject_;                       // per file: last capture subject
+  std::vector<std::string> identity_conflicts_;
+  Counters counters_;
+};
+
+// "0-3,5,7-9"
+std::string CompactRanks(const std::vector<int>& ranks);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_JOB_STATE_H_

@@ -1,0 +1,327 @@
+#include "engine/scanner.h"
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "engine/source.h"
+#include "parsers/line_parser.h"
+
+namespace ncclscan {
+
+namespace {
+
+struct MatchEvent {
+  int rule;
+  int num_groups;
+  uint32_t group_begin;
+};
+
+struct LineEvent {
+  ParsedLine line;
+  uint32_t line_index;  // 0-based line within the chunk
+  uint32_t match_begin;
+  uint32_t match_end;
+};
+
+struct ProcessNote {
+  std::string_view host;
+  int64_t pid;
+};
+
+// One pipeline token: a chunk of whole lines of one file, and what the
+// parallel stage found in it. Views in the results point into `data`/`arena`.
+struct Chunk {
+  int file = -1;
+  std::vector<char> data;
+  size_t size = 0;
+  bool overlong = false;   // the chunk ends with a line cut at max_line
+
+  // Results of the parallel stage.
+  uint32_t lines = 0;
+  Counters counters;
+  std::vector<LineEvent> events;
+  std::vector<MatchEvent> matches;
+  std::vector<re2::StringPiece> groups;
+  std::vector<ProcessNote> processes;
+
+  // Per-token scratch, reused across chunks.
+  Arena arena;
+  LineParser parser;
+  MatchScratch scratch;
+
+  void Reset() {
+    size = 0;
+    overlong = false;
+    lines = 0;
+    counters = Counters();
+    events.clear();
+    matches.clear();
+    groups.clear();
+    processes.clear();
+    arena.Reset();
+  }
+};
+
+class ChunkPool {
+ public:
+  std::unique_ptr<Chunk> Get() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (free_.empty()) return std::make_unique<Chunk>();
+    auto c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  void Put(std::unique_ptr<Chunk> c) {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Chunk>> free_;
+};
+
+// The serial input stage: turns files into chunks of whole lines.
+class ChunkReader {
+ public:
+  ChunkReader(const std::vector<std::string>& paths, JobState* state, const ScanOptions& opts,
+              const std::function<void(const std::string&)>& on_error)
+      : paths_(paths), state_(state), opts_(opts), on_error_(on_error) {}
+
+  // Fills c with the next chunk; returns false at the end of all input.
+  bool Next(Chunk* c) {
+    for (;;) {
+      if (!reader_) {
+        if (next_path_ >= paths_.size()) return false;
+        const std::string& p = paths_[next_path_++];
+        file_ = state_->AddFile(p == "-" ? "<stdin>" : p);
+        std::string err;
+        reader_ = ByteReader::Open(p, &err);
+        if (!reader_) {
+          Fail("cannot read " + DisplayName(p) + ": " + err);
+          continue;
+        }
+        carry_.clear();
+        skipping_ = false;
+      }
+      if (FillChunk(c)) return true;
+    }
+  }
+
+ private:
+  static std::string DisplayName(const std::string& p) { return p == "-" ? "<stdin>" : p; }
+
+  void Fail(const std::string& msg) {
+    FileInfo& f = state_->file(file_);
+    if (f.error.empty()) f.error = msg;
+    on_error_(msg);
+  }
+
+  // Reads until the buffer holds at least one whole line (or the file ends).
+  // Returns false when the current file is finished without producing a chunk.
+  bool FillChunk(Chunk* c) {
+    c->file = file_;
+    std::vector<char>& buf = c->data;
+    size_t want = opts_.chunk_size + opts_.max_line + 1;
+    if (buf.size() < want) buf.resize(want);
+    size_t n = carry_.size();
+    if (n) std::memcpy(buf.data(), carry_.data(), n);
+    carry_.clear();
+    bool eof = false;
+    for (;;) {
+      // Read up to chunk_size new bytes.
+      size_t limit = std::min(buf.size(), n + opts_.chunk_size);
+      while (n < limit) {
+        std::string err;
+        ssize_t r = reader_->Read(buf.data() + n, limit - n, &err);
+        if (r < 0) {
+          Fail("cannot read " + state_->file(file_).path + ": " + err);
+          eof = true;
+          break;
+        }
+        if (r == 0) {
+          eof = true;
+          break;
+        }
+        state_->file(file_).bytes += static_cast<uint64_t>(r);
+        // One short read is enough to make progress on pipes.
+        n += static_cast<size_t>(r);
+        if (n >= limit || r < 4096) break;
+      }
+      if (skipping_) {
+        // Discard the rest of an overlong line.
+        const void* nl = std::memchr(buf.data(), '\n', n);
+        if (!nl) {
+          n = 0;
+          if (eof) break;
+          continue;
+        }
+        size_t k = static_cast<const char*>(nl) - buf.data() + 1;
+        std::memmove(buf.data(), buf.data() + k, n - k);
+        n -= k;
+        skipping_ = false;
+      }
+      const void* last = n ? memrchr(buf.data(), '\n', n) : nullptr;
+      if (last) {
+        size_t k = static_cast<const char*>(last) - buf.data() + 1;
+        carry_.assign(buf.data() + k, n - k);
+        c->size = k;
+        // At EOF a final line without '\n' stays in carry_ and is sent by the next call.
+        if (eof && carry_.empty()) reader_.reset();
+        return true;
+      }
+      if (n >= opts_.max_line) {
+        // One line longer than max_line: keep its head, skip the rest.
+        c->size = opts_.max_line;
+        c->overlong = true;
+        skipping_ = true;
+        if (eof) reader_.reset();
+        return true;
+      }
+      if (eof) {
+        reader_.reset();
+        if (n == 0) return false;
+        c->size = n;  // last line without trailing newline
+        return true;
+      }
+    }
+    reader_.reset();
+    return false;
+  }
+
+  const std::vector<std::string>& paths_;
+  JobState* state_;
+  const ScanOptions& opts_;
+  const std::function<void(const std::string&)>& on_error_;
+  size_t next_path_ = 0;
+  int file_ = -1;
+  std::unique_ptr<ByteReader> reader_;
+  std::string carry_;
+  bool skipping_ = false;
+};
+
+void ParseChunk(const RuleSet& rules, Chunk* c) {
+  const char* p = c->data.data();
+  const char* end = p + c->size;
+  uint32_t index = 0;
+  std::string_view last_host;
+  int64_t last_pid = -1;
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    const char* le = nl ? nl : end;
+    std::string_view raw(p, le - p);
+    p = nl ? nl + 1 : end;
+    c->counters.lines++;
+    if (std::memchr(raw.data(), '\0', raw.size())) c->counters.nul_lines++;
+    std::string_view rest = raw;
+    ParsedLine first;
+    for (int piece = 0; piece < 8 && !rest.empty(); ++piece) {
+      ParsedLine pl;
+      std::string_view next;
+      c->parser.Parse(rest, &c->arena, &pl, &next);
+      if (piece == 0) {
+        first = pl;
+        if (pl.binary) c->counters.binary_lines++;
+        c->counters.family_lines[static_cast<int>(pl.family)]++;
+      } else {
+        c->counters.glued_lines++;
+        // Wrapper hints of the physical line hold for the glued part too.
+        if (pl.rank_hint < 0) pl.rank_hint = first.rank_hint;
+        if (pl.local_rank_hint < 0) pl.local_rank_hint = first.local_rank_hint;
+        if (pl.host_hint.empty()) pl.host_hint = first.host_hint;
+        if (pl.time < 0) pl.time = first.time;
+      }
+      if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
+        last_host = pl.host;
+        last_pid = pl.pid;
+        bool known = false;
+        for (const auto& pn : c->processes) {
+          if (pn.pid == pl.pid && pn.host == pl.host) {
+            known = true;
+            break;
+          }
+        }
+        if (!known && c->processes.size() < 4096) c->processes.push_back(ProcessNote{pl.host, pl.pid});
+      }
+      uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
+      rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
+        c->matches.push_back(MatchEvent{rule, n, static_cast<uint32_t>(c->groups.size())});
+        c->groups.insert(c->groups.end(), g, g + n);
+      });
+      uint32_t mend = static_cast<uint32_t>(c->matches.size());
+      if (mend > mbegin) c->events.push_back(LineEvent{pl, index, mbegin, mend});
+      rest = next;
+    }
+    ++index;
+  }
+  if (c->overlong) c->counters.overlong_lines++;
+  c->lines = index;
+}
+
+void AddCounters(Counters* into, const Counters& c) {
+  into->lines += c.lines;
+  for (int i = 0; i < kNumFamilies; ++i) into->family_lines[i] += c.family_lines[i];
+  into->matched_lines += 0;  // counted by JobState::Apply
+  into->binary_lines += c.binary_lines;
+  into->nul_lines += c.nul_lines;
+  into->overlong_lines += c.overlong_lines;
+  into->glued_lines += c.glued_lines;
+}
+
+}  // namespace
+
+void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
+                   const std::function<void(const std::string&)>& on_error) {
+  int jobs = opts_.jobs > 0 ? opts_.jobs : tbb::info::default_concurrency();
+  tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
+  ChunkPool pool;
+  ChunkReader reader(paths, state, opts_, on_error);
+  std::vector<uint64_t> file_lines;
+  const size_t tokens = static_cast<size_t>(jobs) * 2 + 1;
+
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, Chunk*>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& fc) -> Chunk* {
+                                       auto c = pool.Get();
+                                       c->Reset();
+                                       if (!reader.Next(c.get())) {
+                                         pool.Put(std::move(c));
+                                         fc.stop();
+                                         return nullptr;
+                                       }
+                                       return c.release();
+                                     }) &
+          tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel,
+                                           [&](Chunk* c) {
+                                             ParseChunk(*rules_, c);
+                                             return c;
+                                           }) &
+          tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
+            std::unique_ptr<Chunk> owned(c);
+            if (file_lines.size() <= static_cast<size_t>(c->file)) file_lines.resize(c->file + 1, 0);
+            uint64_t base = file_lines[c->file];
+            for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
+            for (const LineEvent& e : c->events) {
+              for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
+                const MatchEvent& me = c->matches[m];
+                state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
+                             c->groups.data() + me.group_begin, me.num_groups);
+              }
+            }
+            file_lines[c->file] += c->lines;
+            state->file(c->file).lines += c->lines;
+            AddCounters(&state->counters(), c->counters);
+            pool.Put(std::move(owned));
+          }));
+  uint64_t bytes = 0;
+  for (const auto& f : state->files()) bytes += f.bytes;
+  state->counters().bytes = bytes;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,48 @@
+// Scanner: the streaming, parallel part of the data flow.
+//
+//   read chunks (serial, in order) -> split + unwrap + classify + match (parallel)
+//   -> apply matches to JobState (serial, in order)
+//
+// A oneTBB parallel_pipeline moves 1 MiB chunks; a line cut by a chunk boundary
+// is carried to the next chunk so every line is parsed exactly once. Memory is
+// bounded by (live tokens x chunk size) plus JobState, never by input size: a
+// line longer than max_line is cut there and counted, the rest skipped.
+//
+// Thread-safety: Scan() may be called once per Scanner; it runs the pipeline on
+// up to `jobs` threads and writes JobState only from the serial stage.
+#ifndef NCCLSCAN_ENGINE_SCANNER_H_
+#define NCCLSCAN_ENGINE_SCANNER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/job_state.h"
+#include "rules/rule_set.h"
+
+namespace ncclscan {
+
+struct ScanOptions {
+  int jobs = 0;                    // 0 = all cores
+  size_t chunk_size = 1 << 20;
+  size_t max_line = 1 << 20;
+};
+
+class Scanner {
+ public:
+  Scanner(const RuleSet* rules, ScanOptions opts) : rules_(rules), opts_(opts) {}
+
+  // Scans every path ("-" = stdin) into *state, in the given order. A file that
+  // cannot be read (or stops being readable) is reported through on_error and
+  // recorded on its FileInfo; the others are still scanned.
+  void Scan(const std::vector<std::string>& paths, JobState* state,
+            const std::function<void(const std::string&)>& on_error);
+
+ private:
+  const RuleSet* rules_;
+  ScanOptions opts_;
+};
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_SCANNER_H_

@@ -1,0 +1,54 @@
+// LineParser: turns one raw physical line into one or more ParsedLines.
+//
+//   raw bytes -> unwrap (grep/srun/MPI/torchrun/kubectl/ray/docker/shipper/ANSI/CRLF)
+//             -> NCCL header | c10/glog header -> family (nccl/torch/elastic/other)
+//
+// Unwrapping keeps what wrappers say (rank hint, host, timestamp, origin file and
+// line). Two NCCL lines glued into one physical line come back one at a time:
+// Parse() returns the remainder in *rest, and the caller calls Parse() again.
+//
+// Thread-safety: a LineParser holds scratch state (the simdjson parser); use one
+// per thread. Output views point into `raw` or into `arena`.
+#ifndef NCCLSCAN_PARSERS_LINE_PARSER_H_
+#define NCCLSCAN_PARSERS_LINE_PARSER_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "parsers/arena.h"
+#include "parsers/parsed_line.h"
+
+namespace ncclscan {
+
+class LineParser {
+ public:
+  LineParser();
+  ~LineParser();
+  LineParser(const LineParser&) = delete;
+  LineParser& operator=(const LineParser&) = delete;
+
+  // Parses `raw` (one line without its '\n'). Returns the logical line in *out and
+  // sets *rest to a glued second line (empty if none).
+  void Parse(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
+
+  // Stage 1 alone: strips outer wrappers, filling text and the hint fields.
+  void Unwrap(std::string_view raw, Arena* arena, ParsedLine* out);
+
+ private:
+  bool UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* out);
+
+  struct Json;
+  std::unique_ptr<Json> json_;
+};
+
+// Stage 2 pieces, exposed for tests. Both look at line->text and fill the
+// header fields, message and family on success.
+bool ParseNcclHeader(ParsedLine* line, std::string_view* rest);
+bool ParseTorchHeader(ParsedLine* line);
+// Family for lines without a recognised header (continuations, tracebacks).
+Family ClassifyHeaderless(std::string_view text);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_PARSERS_LINE_PARSER_H_

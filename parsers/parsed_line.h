@@ -1,0 +1,51 @@
+// ParsedLine: one logical log line after unwrapping and header parsing. All
+// string_views point into the input chunk or into the token's Arena.
+//
+// Thread-safety: plain value type.
+#ifndef NCCLSCAN_PARSERS_PARSED_LINE_H_
+#define NCCLSCAN_PARSERS_PARSED_LINE_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace ncclscan {
+
+// Which producer printed the line; rule patterns are scoped to one family.
+enum class Family : uint8_t { kNccl = 0, kTorch = 1, kElastic = 2, kOther = 3 };
+inline constexpr int kNumFamilies = 4;
+const char* FamilyName(Family f);
+
+enum class NcclLevel : uint8_t { kNone, kInfo, kWarn, kTrace, kCall, kAbort, kVersion };
+
+struct ParsedLine {
+  Family family = Family::kOther;
+  std::string_view text;     // the line with every outer wrapper removed
+  std::string_view message;  // nccl: after the NCCL header; torch: after the c10 header
+
+  // What wrappers told.
+  int rank_hint = -1;        // global rank: [rankN]:, MPI tag, srun label
+  int local_rank_hint = -1;  // torchrun [default3]:
+  std::string_view host_hint;  // kubectl pod, pdsh host, ray ip
+  std::string_view src_file;   // grep -H
+  int64_t src_line = -1;       // grep -n
+  double time = -1;            // seconds since Jan 1 (year unknown); -1 = none
+
+  // NCCL header.
+  NcclLevel level = NcclLevel::kNone;
+  std::string_view host;
+  int64_t pid = -1;
+  int64_t tid = -1;
+  int dev = -1;
+  std::string_view src_loc;  // WARN file:line
+
+  // c10 / glog header.
+  char severity = 0;
+  int pg_rank = -1;  // "[Rank N]" / "[PG … Rank N]": rank within the process group
+  std::string_view pg_id;
+
+  bool binary = false;  // mostly control bytes: counted, not matched
+};
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_PARSERS_PARSED_LINE_H_

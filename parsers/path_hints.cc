@@ -1,0 +1,83 @@
+#include "parsers/path_hints.h"
+
+#include <vector>
+
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+std::vector<std::string_view> SplitPath(std::string_view p) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    if (j > i) parts.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+bool AllDigits(std::string_view s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s) if (!IsDigit(c)) return false;
+  return true;
+}
+
+}  // namespace
+
+PathHints ParsePathHints(std::string_view path) {
+  PathHints h;
+  std::vector<std::string_view> parts = SplitPath(path);
+  if (parts.empty()) return h;
+  std::string_view base = parts.back();
+  // Strip compression suffixes for name matching.
+  for (std::string_view ext : {".gz", ".zst"}) {
+    if (EndsWith(base, ext)) base.remove_suffix(ext.size());
+  }
+  // rank3.log / rank_3 / rank-3 / rank.3 (case-insensitive "rank").
+  for (size_t i = 0; i + 4 < base.size(); ++i) {
+    char c0 = base[i] | 0x20, c1 = base[i + 1] | 0x20, c2 = base[i + 2] | 0x20, c3 = base[i + 3] | 0x20;
+    if (c0 != 'r' || c1 != 'a' || c2 != 'n' || c3 != 'k') continue;
+    if (i > 0 && IsAlpha(base[i - 1])) continue;  // "crank", "frank"
+    std::string_view rest = base.substr(i + 4);
+    if (!rest.empty() && (rest[0] == '_' || rest[0] == '-' || rest[0] == '.')) rest.remove_prefix(1);
+    int64_t v;
+    if (ConsumeInt(&rest, &v) && (rest.empty() || !IsDigit(rest[0])) && v < (1 << 24)) {
+      h.rank = static_cast<int>(v);
+      break;
+    }
+  }
+  // torchrun --log-dir: <run>/attempt_<k>/<local_rank>/{stdout,stderr}.log
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    std::string_view a = parts[i];
+    if (!StartsWith(a, "attempt_")) continue;
+    a.remove_prefix(8);
+    int64_t att;
+    if (!ConsumeInt(&a, &att) || !a.empty()) continue;
+    if (i + 2 < parts.size() && AllDigits(parts[i + 1])) {
+      std::string_view lr = parts[i + 1];
+      int64_t v;
+      ConsumeInt(&lr, &v);
+      h.local_rank = static_cast<int>(v);
+      h.attempt = static_cast<int>(att);
+    }
+  }
+  // NCCL_DEBUG_FILE=…/nccl.%h.%p
+  if (StartsWith(base, "nccl.")) {
+    std::string_view rest = base.substr(5);
+    size_t dot = rest.rfind('.');
+    if (dot != std::string_view::npos && dot > 0 && AllDigits(rest.substr(dot + 1))) {
+      std::string_view pid = rest.substr(dot + 1);
+      int64_t v;
+      ConsumeInt(&pid, &v);
+      h.host = std::string(rest.substr(0, dot));
+      h.pid = v;
+    }
+  }
+  return h;
+}
+
+}  // namespace ncclscan

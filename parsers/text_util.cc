@@ -1,0 +1,196 @@
+#include "parsers/text_util.h"
+
+#include <cmath>
+
+namespace ncclscan {
+
+bool ConsumeInt(std::string_view* s, int64_t* out) {
+  size_t i = 0;
+  int64_t v = 0;
+  while (i < s->size() && IsDigit((*s)[i])) {
+    if (v > (INT64_MAX - 9) / 10) return false;
+    v = v * 10 + ((*s)[i] - '0');
+    ++i;
+  }
+  if (i == 0) return false;
+  *out = v;
+  s->remove_prefix(i);
+  return true;
+}
+
+bool ConsumePrefix(std::string_view* s, std::string_view p) {
+  if (!StartsWith(*s, p)) return false;
+  s->remove_prefix(p.size());
+  return true;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && (IsSpace(s.front()) || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
+  while (!s.empty() && (IsSpace(s.back()) || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParseNumber(std::string_view s, bool hex, long double* out) {
+  s = TrimSpace(s);
+  bool neg = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (StartsWith(s, "0x") || StartsWith(s, "0X")) {
+    hex = true;
+    s.remove_prefix(2);
+  }
+  if (s.empty() || s.size() > 40) return false;
+  long double v = 0;
+  for (char c : s) {
+    int d;
+    if (IsDigit(c)) d = c - '0';
+    else if (hex && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (hex && c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return false;
+    v = v * (hex ? 16 : 10) + d;
+  }
+  *out = neg ? -v : v;
+  return true;
+}
+
+double SecondsOfYear(int month, int day, int hour, int minute, double second) {
+  static const int kDaysBefore[13] = {0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second >= 62) {
+    return -1;
+  }
+  return (((kDaysBefore[month] + day - 1) * 24.0 + hour) * 60 + minute) * 60 + second;
+}
+
+namespace {
+bool Fixed(std::string_view s, size_t pos, size_t n, int* out) {
+  if (pos + n > s.size()) return false;
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (!IsDigit(s[i])) return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+}  // namespace
+
+double ConsumeIsoTimestamp(std::string_view* s) {
+  // YYYY-MM-DD[T ]HH:MM:SS
+  int y, mo, d, h, mi, se;
+  const std::string_view t = *s;
+  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' ||
+      t[16] != ':') {
+    return -1;
+  }
+  if (!Fixed(t, 0, 4, &y) || !Fixed(t, 5, 2, &mo) || !Fixed(t, 8, 2, &d) || !Fixed(t, 11, 2, &h) ||
+      !Fixed(t, 14, 2, &mi) || !Fixed(t, 17, 2, &se)) {
+    return -1;
+  }
+  size_t i = 19;
+  double frac = 0;
+  if (i < t.size() && (t[i] == '.' || t[i] == ',')) {
+    ++i;
+    double scale = 0.1;
+    while (i < t.size() && IsDigit(t[i])) {
+      frac += (t[i] - '0') * scale;
+      scale /= 10;
+      ++i;
+    }
+  }
+  if (i < t.size() && t[i] == 'Z') ++i;
+  else if (i + 5 < t.size() && (t[i] == '+' || t[i] == '-') && IsDigit(t[i + 1]) && IsDigit(t[i + 2])) {
+    i += 3;
+    if (i < t.size() && t[i] == ':') ++i;
+    while (i < t.size() && IsDigit(t[i])) ++i;
+  }
+  double v = SecondsOfYear(mo, d, h, mi, se + frac);
+  if (v < 0) return -1;
+  s->remove_prefix(i);
+  return v;
+}
+
+namespace {
+// Length of the valid UTF-8 sequence at s[i], or 0 if invalid.
+size_t Utf8Len(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n;
+  uint32_t cp;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
+  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    unsigned char cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  return n;
+}
+}  // namespace
+
+void AppendJsonEscaped(std::string* out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t n = Utf8Len(s, i);
+      if (n == 0) {
+        out->append("\xEF\xBF\xBD");
+        ++i;
+      } else {
+        out->append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+}
+
+std::string SanitizeForTerminal(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t n = Utf8Len(s, i);
+      if (n == 0) {
+        out.append("\xEF\xBF\xBD");
+        ++i;
+      } else {
+        out.append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    if ((c < 0x20 && c != '\t') || c == 0x7f) out.push_back('?');
+    else out.push_back(static_cast<char>(c));
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace ncclscan

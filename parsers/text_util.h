@@ -1,0 +1,49 @@
+// Small allocation-free helpers over std::string_view used by every parser.
+//
+// Thread-safety: pure functions.
+#ifndef NCCLSCAN_PARSERS_TEXT_UTIL_H_
+#define NCCLSCAN_PARSERS_TEXT_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ncclscan {
+
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
+inline bool EndsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// Parses a run of decimal digits at the front of *s (consuming it). Returns false
+// if there is none or it overflows int64.
+bool ConsumeInt(std::string_view* s, int64_t* out);
+// Consumes `p` from the front of *s if present.
+bool ConsumePrefix(std::string_view* s, std::string_view p);
+std::string_view TrimSpace(std::string_view s);
+
+// Parses a whole string as a signed decimal, or hex with 0x prefix (or when
+// hex is true). Returns false on junk.
+bool ParseNumber(std::string_view s, bool hex, long double* out);
+
+// Seconds since January 1 00:00 of an unknown year; used only for ordering.
+double SecondsOfYear(int month, int day, int hour, int minute, double second);
+
+// Timestamps recognised at the front of *s (consumed with trailing spaces):
+//   2024-11-22T10:15:32.123456789Z / 2024-11-22 10:15:32,293 / with offset
+// Returns seconds-of-year, or -1 when *s does not start with one.
+double ConsumeIsoTimestamp(std::string_view* s);
+
+// Replaces invalid UTF-8 with U+FFFD and escapes for JSON (without quotes).
+void AppendJsonEscaped(std::string* out, std::string_view s);
+// Replaces invalid UTF-8 and control bytes (except tab) for terminal output.
+std::string SanitizeForTerminal(std::string_view s);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_PARSERS_TEXT_UTIL_H_

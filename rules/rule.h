@@ -1,0 +1,128 @@
+// Typed rule structures (pass 1 of the loader). Every field remembers where in
+// which file it came from so that pass 2 can point at it.
+//
+// Thread-safety: plain value types.
+#ifndef NCCLSCAN_RULES_RULE_H_
+#define NCCLSCAN_RULES_RULE_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parsers/parsed_line.h"
+
+namespace ncclscan {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;  // 1-based; 0 = unknown
+  int col = 0;   // 1-based
+};
+
+template <typename T>
+struct Located {
+  T value{};
+  SourcePos pos;
+};
+
+enum class Severity { kInfo = 0, kWarning = 1, kError = 2, kCritical = 3 };
+const char* SeverityName(Severity s);
+bool ParseSeverity(const std::string& s, Severity* out);
+
+enum class Role { kRoot = 0, kCascade = 1, kContext = 2 };
+const char* RoleName(Role r);
+bool ParseRole(const std::string& s, Role* out);
+
+enum class MergeMode { kFirst, kLast, kSet, kMax, kMin, kCount };
+bool ParseMergeMode(const std::string& s, MergeMode* out);
+
+struct FactSpec {
+  Located<std::string> name;
+  MergeMode merge = MergeMode::kLast;
+  bool keyed = false;
+  bool hex = false;
+  std::string key_kind;  // "", "comm", "pg"
+  std::string description;
+};
+
+struct FindingSpec {
+  bool present = false;
+  Severity severity = Severity::kWarning;
+  double confidence = 0.8;
+  Role role = Role::kRoot;
+  std::vector<Located<std::string>> group_by;
+  Located<std::string> explanation;
+  std::string remediation;
+  std::vector<Located<std::string>> explains;
+};
+
+struct Lookup {
+  std::string name;
+  Located<std::string> from;
+  std::map<std::string, std::string> map;
+  std::string default_value;
+};
+
+struct Example {
+  Located<std::string> line;
+  std::map<std::string, std::string> captures;  // expected capture values (optional)
+};
+
+enum class SubjectMode { kLine, kCapture, kPrevious };
+
+struct FactAssign {
+  Located<std::string> fact;  // "env" for keyed facts
+  Located<std::string> key;   // template, keyed facts only
+  Located<std::string> value; // template
+};
+
+struct LineRule {
+  Located<std::string> id;
+  std::string title;
+  std::string category;
+  Located<std::string> family_name;
+  Family family = Family::kOther;
+  bool any_family = false;
+  Located<std::string> pattern;
+  std::vector<FactAssign> facts;
+  std::map<std::string, Located<std::string>> identity;
+  std::vector<Lookup> lookups;
+  SubjectMode subject = SubjectMode::kLine;
+  FindingSpec finding;
+  std::vector<std::string> references;
+  std::vector<Example> match;
+  std::vector<Example> no_match;
+  std::string source_file;
+};
+
+struct Condition {
+  Located<std::string> fact;
+  std::string op;  // equals not_equals matches exists absent gt lt
+  std::string value;
+};
+
+struct CorrelationRule {
+  Located<std::string> id;
+  std::string title;
+  std::string category;
+  Located<std::string> kind;
+  Located<std::string> fact;
+  std::string over = "rank";  // rank | host
+  int min_subjects = 2;
+  std::vector<Condition> where;
+  int job_hosts_gt = -1;
+  Located<std::string> present;
+  Located<std::string> absent;
+  std::string select = "min";
+  Located<std::string> require;
+  int min_reporters = 2;
+  bool silent_is_behind = false;  // extreme: ranks that never reported count as behind
+  FindingSpec finding;
+  std::vector<std::string> references;
+  std::string source_file;
+};
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_RULES_RULE_H_

@@ -1,0 +1,978 @@
+#include "rules/rule_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <dirent.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "parsers/line_parser.h"
+
+namespace ncclscan {
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+    case Severity::kCritical: return "critical";
+  }
+  return "info";
+}
+
+bool ParseSeverity(const std::string& s, Severity* out) {
+  if (s == "info") *out = Severity::kInfo;
+  else if (s == "warning") *out = Severity::kWarning;
+  else if (s == "error") *out = Severity::kError;
+  else if (s == "critical") *out = Severity::kCritical;
+  else return false;
+  return true;
+}
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kRoot: return "root";
+    case Role::kCascade: return "cascade";
+    case Role::kContext: return "context";
+  }
+  return "root";
+}
+
+bool ParseRole(const std::string& s, Role* out) {
+  if (s == "root") *out = Role::kRoot;
+  else if (s == "cascade") *out = Role::kCascade;
+  else if (s == "context") *out = Role::kContext;
+  else return false;
+  return true;
+}
+
+bool ParseMergeMode(const std::string& s, MergeMode* out) {
+  if (s == "first") *out = MergeMode::kFirst;
+  else if (s == "last") *out = MergeMode::kLast;
+  else if (s == "set") *out = MergeMode::kSet;
+  else if (s == "max") *out = MergeMode::kMax;
+  else if (s == "min") *out = MergeMode::kMin;
+  else if (s == "count") *out = MergeMode::kCount;
+  else return false;
+  return true;
+}
+
+const char* IdentitySlotName(int slot) {
+  static const char* kNames[kNumIdSlots] = {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank"};
+  return kNames[slot];
+}
+
+int CompiledRule::CaptureIndex(std::string_view name) const {
+  for (size_t i = 1; i < capture_names.size(); ++i) {
+    if (capture_names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+RuleSet::RuleSet() : filter_(3) {}
+RuleSet::~RuleSet() = default;
+
+int RuleSet::FindFact(std::string_view name) const {
+  auto it = fact_index_.find(name);
+  return it == fact_index_.end() ? -1 : it->second;
+}
+
+const CompiledRule* RuleSet::FindRule(std::string_view id) const {
+  for (const auto& r : rules_) if (r.spec.id.value == id) return &r;
+  return nullptr;
+}
+
+const CompiledCorrelation* RuleSet::FindCorrelation(std::string_view id) const {
+  for (const auto& c : correlations_) if (c.spec.id.value == id) return &c;
+  return nullptr;
+}
+
+namespace {
+
+const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "version", "timeout",
+                                           "desync", "connection", "ib", "cuda", "oom", "init",
+                                           "bootstrap", "topology", "elastic", "config", "identity"};
+const std::set<std::string> kKinds = {"consensus", "condition", "absence", "missing_ranks",
+                                      "extreme", "first_in_time", "peer_map"};
+
+bool ValidId(const std::string& id) {
+  if (id.empty() || id.size() > 64 || !(id[0] >= 'A' && id[0] <= 'Z')) return false;
+  for (char c : id) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+bool ValidFactName(const std::string& n) {
+  if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
+  for (char c : n) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct RuleLoader::Impl {
+  int layer = 0;
+  struct FactEntry { FactSpec spec; int layer; };
+  struct RuleEntry { LineRule rule; int layer; };
+  struct CorrEntry { CorrelationRule rule; int layer; };
+  std::vector<FactEntry> facts;
+  std::vector<RuleEntry> rules;
+  std::vector<CorrEntry> correlations;
+  std::vector<Diagnostic> diags;
+
+  // ---- pass 1 helpers ---------------------------------------------------
+  std::string file;
+
+  SourcePos Pos(const YAML::Node& n) const {
+    YAML::Mark m = n.Mark();
+    SourcePos p;
+    p.file = file;
+    if (m.line >= 0) {
+      p.line = m.line + 1;
+      p.col = m.column + 1;
+    }
+    return p;
+  }
+
+  void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "") {
+    diags.push_back(Diagnostic{pos, code, msg, help});
+  }
+
+  bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out) {
+    if (!n.IsScalar()) {
+      Error(Pos(n), "E-BAD-VALUE", what + " must be a string");
+      return false;
+    }
+    out->value = n.Scalar();
+    out->pos = Pos(n);
+    return true;
+  }
+  bool Scalar(const YAML::Node& n, const std::string& what, std::string* out) {
+    Located<std::string> l;
+    if (!Scalar(n, what, &l)) return false;
+    *out = l.value;
+    return true;
+  }
+
+  bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out) {
+    if (n.IsScalar()) {
+      Located<std::string> l;
+      Scalar(n, what, &l);
+      out->push_back(l);
+      return true;
+    }
+    if (!n.IsSequence()) {
+      Error(Pos(n), "E-BAD-VALUE", what + " must be a list of strings");
+      return false;
+    }
+    for (const auto& e : n) {
+      Located<std::string> l;
+      if (Scalar(e, what, &l)) out->push_back(l);
+    }
+    return true;
+  }
+
+  // Iterates a mapping, reporting keys not in `allowed`.
+  template <typename F>
+  bool ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn) {
+    if (!n.IsMap()) {
+      Error(Pos(n), "E-BAD-VALUE", what + " must be a mapping");
+      return false;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        Error(Pos(it->first), "E-BAD-VALUE", "keys must be strings");
+        continue;
+      }
+      const std::string key = it->first.Scalar();
+      if (!allowed.empty() && !allowed.count(key)) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        Error(Pos(it->first), "E-UNKNOWN-KEY", "unknown key '" + key + "' in " + what, "allowed keys: " + list);
+        continue;
+      }
+      fn(key, it->first, it->second);
+    }
+    return true;
+  }
+
+  void ReadFinding(const YAML::Node& n, FindingSpec* f) {
+    f->present = true;
+    f->explanation.pos = Pos(n);
+    ForEachKey(n, "finding",
+               {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains"},
+               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 std::string s;
+                 if (key == "severity") {
+                   if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
+                     Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'",
+                           "use one of: info, warning, error, critical");
+                   }
+                 } else if (key == "confidence") {
+                   if (Scalar(v, "confidence", &s)) {
+                     char* end = nullptr;
+                     double c = std::strtod(s.c_str(), &end);
+                     if (end == s.c_str() || *end || c < 0 || c > 1) {
+                       Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
+                     } else {
+                       f->confidence = c;
+                     }
+                   }
+                 } else if (key == "role") {
+                   if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
+                     Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
+                   }
+                 } else if (key == "group_by") {
+                   StringList(v, "group_by", &f->group_by);
+                 } else if (key == "explanation") {
+                   Scalar(v, "explanation", &f->explanation);
+                 } else if (key == "remediation") {
+                   Scalar(v, "remediation", &f->remediation);
+                 } else if (key == "explains") {
+                   StringList(v, "explains", &f->explains);
+                 }
+               });
+    if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
+  }
+
+  void ReadExamples(const YAML::Node& n, LineRule* r) {
+    ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&,
+                                                          const YAML::Node& v) {
+      std::vector<Example>* out = key == "match" ? &r->match : &r->no_match;
+      if (!v.IsSequence()) {
+        Error(Pos(v), "E-BAD-VALUE", "examples." + key + " must be a list");
+        return;
+      }
+      for (const auto& e : v) {
+        Example ex;
+        if (e.IsMap()) {
+          ForEachKey(e, "example", {"line", "captures"}, [&](const std::string& k, const YAML::Node&,
+                                                              const YAML::Node& ev) {
+            if (k == "line") {
+              Scalar(ev, "line", &ex.line);
+            } else {
+              ForEachKey(ev, "captures", {}, [&](const std::string& ck, const YAML::Node&, const YAML::Node& cv) {
+                std::string s;
+                if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
+              });
+            }
+          });
+          if (ex.line.pos.line == 0) {
+            ex.line.pos = Pos(e);
+            Error(Pos(e), "E-MISSING-KEY", "example needs a 'line'");
+            continue;
+          }
+        } else if (!Scalar(e, "example", &ex.line)) {
+          continue;
+        }
+        out->push_back(ex);
+      }
+    });
+  }
+
+  void ReadRule(const YAML::Node& n) {
+    LineRule r;
+    r.source_file = file;
+    r.id.pos = Pos(n);
+    bool have_pattern = false, have_family = false;
+    ForEachKey(
+        n, "rule",
+        {"id", "title", "category", "family", "pattern", "facts", "identity", "lookup", "subject", "finding",
+         "references", "examples"},
+        [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+          if (key == "id") Scalar(v, "id", &r.id);
+          else if (key == "title") Scalar(v, "title", &r.title);
+          else if (key == "category") {
+            Located<std::string> c;
+            if (Scalar(v, "category", &c)) {
+              r.category = c.value;
+              if (!kCategories.count(c.value)) {
+                Error(c.pos, "E-BAD-VALUE", "unknown category '" + c.value + "'", "see docs/rules.md §4");
+              }
+            }
+          } else if (key == "family") {
+            have_family = Scalar(v, "family", &r.family_name);
+          } else if (key == "pattern") {
+            have_pattern = Scalar(v, "pattern", &r.pattern);
+          } else if (key == "facts") {
+            ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
+              FactAssign a;
+              a.fact.pos = Pos(kn);
+              size_t br = fk.find('[');
+              if (br != std::string::npos && fk.back() == ']') {
+                a.fact.value = fk.substr(0, br);
+                a.key.value = fk.substr(br + 1, fk.size() - br - 2);
+                a.key.pos = Pos(kn);
+                a.key.pos.col += static_cast<int>(br) + 1;
+              } else {
+                a.fact.value = fk;
+              }
+              if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
+            });
+          } else if (key == "identity") {
+            ForEachKey(v, "identity", {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank"},
+                       [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
+                         Located<std::string> l;
+                         if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
+                       });
+          } else if (key == "lookup") {
+            ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
+              Lookup lk;
+              lk.name = name;
+              lk.from.pos = Pos(lv);
+              ForEachKey(lv, "lookup", {"from", "map", "default"},
+                         [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                           if (k == "from") Scalar(x, "from", &lk.from);
+                           else if (k == "default") Scalar(x, "default", &lk.default_value);
+                           else
+                             ForEachKey(x, "map", {}, [&](const std::string& mk, const YAML::Node&,
+                                                         const YAML::Node& mv) {
+                               std::string s;
+                               if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
+                             });
+                         });
+              r.lookups.push_back(lk);
+            });
+          } else if (key == "subject") {
+            Located<std::string> s;
+            if (Scalar(v, "subject", &s)) {
+              if (s.value == "line") r.subject = SubjectMode::kLine;
+              else if (s.value == "capture") r.subject = SubjectMode::kCapture;
+              else if (s.value == "previous") r.subject = SubjectMode::kPrevious;
+              else Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+            }
+          } else if (key == "finding") {
+            ReadFinding(v, &r.finding);
+          } else if (key == "references") {
+            std::vector<Located<std::string>> refs;
+            StringList(v, "references", &refs);
+            for (auto& x : refs) r.references.push_back(x.value);
+          } else if (key == "examples") {
+            ReadExamples(v, &r);
+          }
+        });
+    if (r.id.value.empty()) {
+      Error(Pos(n), "E-MISSING-KEY", "rule needs an 'id'");
+      return;
+    }
+    if (!have_pattern) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'pattern'");
+    if (!have_family) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'family'");
+    if (r.title.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'title'");
+    if (r.category.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'category'");
+    if (r.match.empty() || r.no_match.empty()) {
+      Error(r.id.pos, "E-MISSING-KEY",
+            "rule " + r.id.value + " needs examples with at least one 'match' and one 'no_match' line",
+            "sample lines are checked at every load; they are the rule's regression test");
+    }
+    rules.push_back(RuleEntry{std::move(r), layer});
+  }
+
+  void ReadCorrelation(const YAML::Node& n) {
+    CorrelationRule c;
+    c.source_file = file;
+    c.id.pos = Pos(n);
+    ForEachKey(n, "correlation",
+               {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
+                "absent", "select", "require", "min_reporters", "silent_is_behind", "finding", "references"},
+               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 std::string s;
+                 if (key == "id") Scalar(v, "id", &c.id);
+                 else if (key == "title") Scalar(v, "title", &c.title);
+                 else if (key == "category") {
+                   Located<std::string> l;
+                   if (Scalar(v, "category", &l)) {
+                     c.category = l.value;
+                     if (!kCategories.count(l.value)) Error(l.pos, "E-BAD-VALUE", "unknown category '" + l.value + "'");
+                   }
+                 } else if (key == "kind") Scalar(v, "kind", &c.kind);
+                 else if (key == "fact") Scalar(v, "fact", &c.fact);
+                 else if (key == "over") {
+                   if (Scalar(v, "over", &s)) {
+                     if (s != "rank" && s != "host") Error(Pos(v), "E-BAD-VALUE", "over must be 'rank' or 'host'");
+                     c.over = s;
+                   }
+                 } else if (key == "min_subjects" || key == "min_reporters") {
+                   if (Scalar(v, key, &s)) {
+                     int x = std::atoi(s.c_str());
+                     if (x < 1) Error(Pos(v), "E-BAD-VALUE", key + " must be a positive integer");
+                     (key == "min_subjects" ? c.min_subjects : c.min_reporters) = x;
+                   }
+                 } else if (key == "where") {
+                   if (!v.IsSequence()) {
+                     Error(Pos(v), "E-BAD-VALUE", "where must be a list of conditions");
+                     return;
+                   }
+                   for (const auto& w : v) {
+                     Condition cond;
+                     cond.fact.pos = Pos(w);
+                     ForEachKey(w, "condition",
+                                {"fact", "equals", "not_equals", "matches", "exists", "absent", "gt", "lt"},
+                                [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                                  if (k == "fact") Scalar(x, "fact", &cond.fact);
+                                  else {
+                                    cond.op = k;
+                                    Scalar(x, k, &cond.value);
+                                  }
+                                });
+                     if (cond.op.empty()) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
+                     c.where.push_back(cond);
+                   }
+                 } else if (key == "job") {
+                   ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
+                     std::string t;
+                     if (Scalar(x, "hosts_gt", &t)) c.job_hosts_gt = std::atoi(t.c_str());
+                   });
+                 } else if (key == "silent_is_behind") {
+                   if (Scalar(v, key, &s)) {
+                     if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
+                     c.silent_is_behind = s == "true";
+                   }
+                 } else if (key == "present") Scalar(v, "present", &c.present);
+                 else if (key == "absent") Scalar(v, "absent", &c.absent);
+                 else if (key == "select") {
+                   if (Scalar(v, "select", &s)) {
+                     if (s != "min" && s != "max") Error(Pos(v), "E-BAD-VALUE", "select must be 'min' or 'max'");
+                     c.select = s;
+                   }
+                 } else if (key == "require") Scalar(v, "require", &c.require);
+                 else if (key == "finding") ReadFinding(v, &c.finding);
+                 else if (key == "references") {
+                   std::vector<Located<std::string>> refs;
+                   StringList(v, "references", &refs);
+                   for (auto& x : refs) c.references.push_back(x.value);
+                 }
+               });
+    if (c.id.value.empty()) {
+      Error(Pos(n), "E-MISSING-KEY", "correlation needs an 'id'");
+      return;
+    }
+    if (c.kind.value.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'kind'");
+    else if (!kKinds.count(c.kind.value)) {
+      Error(c.kind.pos, "E-BAD-VALUE", "unknown correlation kind '" + c.kind.value + "'",
+            "use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map");
+    }
+    if (c.title.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'title'");
+    if (c.category.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
+    if (!c.finding.present) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'finding'");
+    correlations.push_back(CorrEntry{std::move(c), layer});
+  }
+
+  void ReadFact(const YAML::Node& n) {
+    FactSpec f;
+    f.name.pos = Pos(n);
+    ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "description"},
+               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 std::string s;
+                 if (key == "name") Scalar(v, "name", &f.name);
+                 else if (key == "merge") {
+                   if (Scalar(v, "merge", &s) && !ParseMergeMode(s, &f.merge)) {
+                     Error(Pos(v), "E-BAD-VALUE", "unknown merge mode '" + s + "'",
+                           "use one of: first, last, set, max, min, count");
+                   }
+                 } else if (key == "keyed" || key == "hex") {
+                   if (Scalar(v, key, &s)) {
+                     if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
+                     (key == "keyed" ? f.keyed : f.hex) = s == "true";
+                   }
+                 } else if (key == "key") {
+                   if (Scalar(v, "key", &s)) {
+                     if (s != "comm" && s != "pg" && s != "name") Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");
+                     f.key_kind = s == "name" ? "" : s;
+                   }
+                 } else if (key == "description") Scalar(v, "description", &f.description);
+               });
+    if (f.name.value.empty()) {
+      Error(Pos(n), "E-MISSING-KEY", "fact needs a 'name'");
+      return;
+    }
+    if (!ValidFactName(f.name.value)) {
+      Error(f.name.pos, "E-BAD-VALUE", "invalid fact name '" + f.name.value + "'", "fact names match [a-z][a-z0-9_]*");
+    }
+    facts.push_back(FactEntry{std::move(f), layer});
+  }
+
+  void ReadFile(const std::string& name, const std::string& text) {
+    file = name;
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+      Error(p, "E-YAML", "not valid YAML: " + e.msg);
+      return;
+    }
+    if (root.IsNull()) return;  // empty file
+    if (!root.IsMap()) {
+      Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations");
+      return;
+    }
+    try {
+      ForEachKey(root, "rule file", {"facts", "rules", "correlations"},
+                 [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                   if (!v.IsSequence()) {
+                     Error(Pos(v), "E-BAD-VALUE", key + " must be a list");
+                     return;
+                   }
+                   for (const auto& item : v) {
+                     if (key == "facts") ReadFact(item);
+                     else if (key == "rules") ReadRule(item);
+                     else ReadCorrelation(item);
+                   }
+                 });
+    } catch (const YAML::Exception& e) {
+      SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+      Error(p, "E-YAML", e.msg);
+    }
+  }
+};
+
+RuleLoader::RuleLoader() : impl_(new Impl) {}
+RuleLoader::~RuleLoader() = default;
+
+void RuleLoader::AddEmbedded() {
+  for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
+    AddSource(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+  }
+}
+
+void RuleLoader::BeginLayer() { ++impl_->layer; }
+
+void RuleLoader::AddSource(const std::string& name, const std::string& text) {
+  sources_[name] = text;
+  impl_->ReadFile(name, text);
+}
+
+bool RuleLoader::AddDirectory(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    impl_->Error(SourcePos{dir, 0, 0}, "E-IO", "cannot read rule directory: " + std::string(strerror(errno)));
+    return false;
+  }
+  std::vector<std::string> files;
+  if (S_ISREG(st.st_mode)) {
+    files.push_back(dir);
+  } else {
+    DIR* d = opendir(dir.c_str());
+    if (!d) {
+      impl_->Error(SourcePos{dir, 0, 0}, "E-IO", "cannot read rule directory: " + std::string(strerror(errno)));
+      return false;
+    }
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && (n.compare(n.size() - 5, 5, ".yaml") == 0 || n.compare(n.size() - 4, 4, ".yml") == 0)) {
+        files.push_back(dir + "/" + n);
+      }
+    }
+    closedir(d);
+    std::sort(files.begin(), files.end());
+  }
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) {
+      impl_->Error(SourcePos{f, 0, 0}, "E-IO", "cannot read rule file: " + std::string(strerror(errno)));
+      continue;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    AddSource(f, ss.str());
+  }
+  return true;
+}
+
+namespace {
+
+// Column of `fragment` inside the pattern value, to place the caret.
+SourcePos PatternPos(const Located<std::string>& pattern, const std::string& fragment,
+                     const std::map<std::string, std::string>& sources) {
+  SourcePos p = pattern.pos;
+  if (fragment.empty()) return p;
+  size_t off = pattern.value.find(fragment);
+  if (off == std::string::npos) return p;
+  // The scalar may be quoted in the source; find the fragment on that line.
+  auto it = sources.find(p.file);
+  if (it != sources.end() && p.line > 0) {
+    std::istringstream in(it->second);
+    std::string line;
+    for (int i = 0; i < p.line && std::getline(in, line); ++i) {}
+    size_t col = line.find(fragment, p.col > 0 ? p.col - 1 : 0);
+    if (col != std::string::npos) {
+      p.col = static_cast<int>(col) + 1;
+      return p;
+    }
+  }
+  p.col += static_cast<int>(off);
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
+  Impl& im = *impl_;
+  auto set = std::make_unique<RuleSet>();
+
+  // ---- pass 2: validate ----------------------------------------------------
+  // Facts: later layers may redefine; same layer duplicates are errors.
+  std::map<std::string, int> fact_layer;
+  for (auto& fe : im.facts) {
+    const std::string& n = fe.spec.name.value;
+    auto it = fact_layer.find(n);
+    if (it != fact_layer.end() && it->second == fe.layer) {
+      im.Error(fe.spec.name.pos, "E-DUPLICATE-ID", "duplicate fact '" + n + "'");
+      continue;
+    }
+    if (it != fact_layer.end()) {
+      set->facts_[set->fact_index_[n]] = fe.spec;
+    } else {
+      set->fact_index_[n] = static_cast<int>(set->facts_.size());
+      set->facts_.push_back(fe.spec);
+    }
+    fact_layer[n] = fe.layer;
+  }
+
+  // Rules and correlations share one id space.
+  std::map<std::string, std::pair<int, SourcePos>> seen;  // id -> layer, pos
+  std::vector<const LineRule*> rules;
+  std::vector<const CorrelationRule*> corrs;
+  std::map<std::string, size_t> rule_slot, corr_slot;
+  auto check_id = [&](const Located<std::string>& id, int layer) -> int {
+    if (!ValidId(id.value)) {
+      im.Error(id.pos, "E-BAD-VALUE", "invalid id '" + id.value + "'", "ids match [A-Z][A-Z0-9-]*, at most 64 characters");
+    }
+    auto it = seen.find(id.value);
+    if (it != seen.end() && it->second.first == layer) {
+      const SourcePos& o = it->second.second;
+      im.Error(id.pos, "E-DUPLICATE-ID", "duplicate rule id '" + id.value + "'",
+               "first defined at " + o.file + ":" + std::to_string(o.line) + ":" + std::to_string(o.col));
+      return -1;
+    }
+    int r = it == seen.end() ? 0 : 1;  // 1 = overrides an earlier layer
+    seen[id.value] = {layer, id.pos};
+    return r;
+  };
+  for (auto& re : im.rules) {
+    int r = check_id(re.rule.id, re.layer);
+    if (r < 0) continue;
+    if (r == 1 && rule_slot.count(re.rule.id.value)) {
+      rules[rule_slot[re.rule.id.value]] = &re.rule;
+    } else if (r == 1 && corr_slot.count(re.rule.id.value)) {
+      corrs[corr_slot[re.rule.id.value]] = nullptr;
+      rule_slot[re.rule.id.value] = rules.size();
+      rules.push_back(&re.rule);
+    } else {
+      rule_slot[re.rule.id.value] = rules.size();
+      rules.push_back(&re.rule);
+    }
+  }
+  for (auto& ce : im.correlations) {
+    int r = check_id(ce.rule.id, ce.layer);
+    if (r < 0) continue;
+    if (r == 1 && corr_slot.count(ce.rule.id.value)) {
+      corrs[corr_slot[ce.rule.id.value]] = &ce.rule;
+    } else if (r == 1 && rule_slot.count(ce.rule.id.value)) {
+      rules[rule_slot[ce.rule.id.value]] = nullptr;
+      corr_slot[ce.rule.id.value] = corrs.size();
+      corrs.push_back(&ce.rule);
+    } else {
+      corr_slot[ce.rule.id.value] = corrs.size();
+      corrs.push_back(&ce.rule);
+    }
+  }
+  rules.erase(std::remove(rules.begin(), rules.end(), nullptr), rules.end());
+  corrs.erase(std::remove(corrs.begin(), corrs.end(), nullptr), corrs.end());
+
+  auto check_template = [&](const Located<std::string>& src, const std::set<std::string>& vars, Template* out,
+                            const std::string& what) {
+    std::string err;
+    size_t col = 0;
+    if (!Template::Parse(src.value, out, &err, &col)) {
+      SourcePos p = PatternPos(src, src.value.substr(col, 1), sources_);
+      im.Error(p, "E-TEMPLATE", what + ": " + err);
+      return;
+    }
+    for (const auto& part : out->parts()) {
+      if (part.is_var && !vars.count(part.text)) {
+        std::string list;
+        for (const auto& v : vars) list += (list.empty() ? "" : ", ") + v;
+        im.Error(PatternPos(src, "{" + part.text + "}", sources_), "E-TEMPLATE",
+                 what + ": unknown variable '{" + part.text + "}'", "known here: " + list);
+      }
+    }
+  };
+
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  opts.set_max_mem(8 << 20);
+  for (const LineRule* lr : rules) {
+    CompiledRule cr;
+    cr.spec = *lr;
+    LineRule& r = cr.spec;
+    if (r.family_name.value == "nccl") r.family = Family::kNccl;
+    else if (r.family_name.value == "torch") r.family = Family::kTorch;
+    else if (r.family_name.value == "elastic") r.family = Family::kElastic;
+    else if (r.family_name.value == "any") r.any_family = true;
+    else if (!r.family_name.value.empty()) {
+      im.Error(r.family_name.pos, "E-BAD-VALUE", "unknown family '" + r.family_name.value + "'",
+               "use one of: nccl, torch, elastic, any");
+    }
+    // Compile once here for diagnostics; the FilteredRE2 keeps its own copy.
+    RE2 re(r.pattern.value, opts);
+    std::set<std::string> vars;
+    if (!re.ok()) {
+      bool too_big = re.error_code() == RE2::ErrorPatternTooLarge;
+      im.Error(PatternPos(r.pattern, re.error_arg(), sources_), too_big ? "E-REGEX-TOO-BIG" : "E-BAD-REGEX",
+               (too_big ? "regex too large: " : "invalid regex: ") + re.error(),
+               too_big ? "split the rule or simplify the pattern; RE2's program size is bounded" : "");
+    } else {
+      cr.num_captures = re.NumberOfCapturingGroups();
+      if (cr.num_captures > kMaxCaptures) {
+        im.Error(r.pattern.pos, "E-BAD-REGEX", "pattern has " + std::to_string(cr.num_captures) +
+                                                   " capture groups; at most " + std::to_string(kMaxCaptures));
+      }
+      cr.capture_names.assign(cr.num_captures + 1, "");
+      for (const auto& kv : re.NamedCapturingGroups()) {
+        if (kv.second <= cr.num_captures) cr.capture_names[kv.second] = kv.first;
+        vars.insert(kv.first);
+      }
+    }
+    for (const Lookup& lk : r.lookups) {
+      CompiledLookup cl;
+      cl.name = lk.name;
+      cl.from_capture = cr.CaptureIndex(lk.from.value);
+      if (cl.from_capture < 0 && re.ok()) {
+        im.Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
+      }
+      for (const auto& kv : lk.map) cl.map[kv.first] = kv.second;
+      std::string err;
+      size_t col;
+      Template::Parse(lk.default_value, &cl.default_value, &err, &col);
+      cr.lookups.push_back(std::move(cl));
+    }
+    for (const Lookup& lk : r.lookups) vars.insert(lk.name);
+    for (const FactAssign& fa : r.facts) {
+      CompiledFact cf;
+      cf.fact = set->FindFact(fa.fact.value);
+      if (cf.fact < 0) {
+        im.Error(fa.fact.pos, "E-UNKNOWN-FACT", "unknown fact '" + fa.fact.value + "'",
+                 "declare it under 'facts:' in a rule file (docs/rules.md §1)");
+        continue;
+      }
+      const FactSpec& fs = set->facts()[cf.fact];
+      if (fs.keyed != !fa.key.value.empty()) {
+        im.Error(fa.fact.pos, "E-BAD-VALUE",
+                 fs.keyed ? "fact '" + fs.name.value + "' is keyed: write " + fs.name.value + "[{capture}]"
+                          : "fact '" + fs.name.value + "' is not keyed");
+        continue;
+      }
+      if (fs.keyed) check_template(fa.key, vars, &cf.key, "fact key");
+      check_template(fa.value, vars, &cf.value, "fact value");
+      cr.facts.push_back(std::move(cf));
+    }
+    for (const auto& kv : r.identity) {
+      for (int s = 0; s < kNumIdSlots; ++s) {
+        if (kv.first == IdentitySlotName(s)) {
+          check_template(kv.second, vars, &cr.identity[s], "identity " + kv.first);
+          cr.has_identity = true;
+        }
+      }
+    }
+    if (r.subject == SubjectMode::kCapture) {
+      cr.subject_capture = cr.CaptureIndex("rank");
+      if (cr.subject_capture < 0 && re.ok()) {
+        im.Error(r.pattern.pos, "E-TEMPLATE", "subject: capture needs a capture group named 'rank'");
+      }
+    }
+    if (r.finding.present) {
+      std::set<std::string> fvars = vars;
+      fvars.insert({"ranks", "hosts", "count"});
+      check_template(r.finding.explanation, fvars, &cr.explanation, "explanation");
+      for (const auto& g : r.finding.group_by) {
+        if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
+        cr.group_by.push_back(g.value);
+      }
+    } else if (cr.facts.empty() && !cr.has_identity) {
+      im.Error(r.id.pos, "E-MISSING-KEY", "rule " + r.id.value + " sets no facts, no identity and has no finding",
+               "a rule must produce something");
+    }
+    set->rules_.push_back(std::move(cr));
+  }
+
+  std::set<std::string> all_ids;
+  for (const auto& r : set->rules_) all_ids.insert(r.spec.id.value);
+  for (const CorrelationRule* c : corrs) all_ids.insert(c->id.value);
+  auto check_explains = [&](const FindingSpec& f) {
+    for (const auto& e : f.explains) {
+      if (!all_ids.count(e.value)) im.Error(e.pos, "E-UNKNOWN-RULE", "explains unknown rule '" + e.value + "'");
+    }
+  };
+  for (const auto& r : set->rules_) check_explains(r.spec.finding);
+
+  for (const CorrelationRule* c : corrs) {
+    CompiledCorrelation cc;
+    cc.spec = *c;
+    auto need_fact = [&](const Located<std::string>& f, const char* what, bool required) -> int {
+      if (f.value.empty()) {
+        if (required) im.Error(c->id.pos, "E-MISSING-KEY", "correlation " + c->id.value + " (" + c->kind.value +
+                                                              ") needs '" + what + "'");
+        return -1;
+      }
+      int idx = set->FindFact(f.value);
+      if (idx < 0) im.Error(f.pos, "E-UNKNOWN-FACT", "unknown fact '" + f.value + "'");
+      return idx;
+    };
+    const std::string& k = c->kind.value;
+    std::set<std::string> vars = {"ranks", "hosts", "count"};
+    if (k == "consensus") {
+      cc.fact = need_fact(c->fact, "fact", true);
+      vars.insert({"value", "majority", "key", "majority_ranks", "majority_hosts"});
+    } else if (k == "condition") {
+      for (const auto& w : c->where) cc.where_facts.push_back(need_fact(w.fact, "fact", true));
+      if (c->where.empty()) im.Error(c->id.pos, "E-MISSING-KEY", "condition correlation needs 'where'");
+      vars.insert({"value"});
+    } else if (k == "absence") {
+      cc.present = need_fact(c->present, "present", true);
+      cc.absent = need_fact(c->absent, "absent", true);
+    } else if (k == "missing_ranks") {
+      vars.insert({"missing", "nranks", "comm"});
+    } else if (k == "extreme") {
+      cc.fact = need_fact(c->fact, "fact", true);
+      cc.require = need_fact(c->require, "require", false);
+      vars.insert({"key", "value", "majority"});
+    } else if (k == "first_in_time") {
+      cc.fact = need_fact(c->fact, "fact", true);
+      vars.insert({"value", "uncertainty"});
+    } else if (k == "peer_map") {
+      cc.fact = need_fact(c->fact, "fact", true);
+      vars.insert({"peer_hosts", "peer_ranks", "reporters"});
+    }
+    if (c->finding.present) check_template(c->finding.explanation, vars, &cc.explanation, "explanation");
+    check_explains(c->finding);
+    set->correlations_.push_back(std::move(cc));
+  }
+
+  // ---- pass 3: compile the prefilter ----------------------------------------
+  bool errors_so_far = !im.diags.empty();
+  if (!errors_so_far) {
+    for (auto& cr : set->rules_) {
+      int id;
+      set->filter_.Add(cr.spec.pattern.value, opts, &id);
+      cr.re = &set->filter_.GetRE2(id);
+    }
+    std::vector<std::string> atoms;
+    if (!set->rules_.empty()) set->filter_.Compile(&atoms);
+    for (const auto& a : atoms) set->matcher_.Add(a);
+    set->matcher_.Build();
+    std::vector<int> unfiltered;
+    if (!set->rules_.empty()) set->filter_.AllPotentials({}, &unfiltered);
+    for (int idx : unfiltered) {
+      const auto& r = set->rules_[idx].spec;
+      im.Error(r.pattern.pos, "E-RULE-NO-LITERAL",
+               "pattern of rule " + r.id.value + " has no literal of 3 or more characters to prefilter on",
+               "every line would run this regex; anchor it on a fixed word of the message");
+    }
+  }
+
+  // Embedded samples must agree with the compiled rule (through the whole path).
+  if (im.diags.empty()) {
+    LineParser parser;
+    Arena arena;
+    MatchScratch ms;
+    for (size_t idx = 0; idx < set->rules_.size(); ++idx) {
+      const CompiledRule& cr = set->rules_[idx];
+      auto run = [&](const Example& ex, bool want) {
+        arena.Reset();
+        std::string_view rest = ex.line.value;
+        bool matched = false;
+        std::map<std::string, std::string> got;
+        ParsedLine first;
+        for (int piece = 0; piece < 4 && !rest.empty(); ++piece) {
+          ParsedLine pl;
+          std::string_view next;
+          parser.Parse(rest, &arena, &pl, &next);
+          if (piece == 0) first = pl;
+          set->Match(pl, &ms, [&](int ri, const re2::StringPiece* g, int n) {
+            if (ri != static_cast<int>(idx) || matched) return;
+            matched = true;
+            for (int i = 1; i < n; ++i) {
+              if (!cr.capture_names[i].empty()) got[cr.capture_names[i]] = std::string(g[i].data(), g[i].size());
+            }
+          });
+          rest = next;
+        }
+        if (want && !matched) {
+          im.Error(ex.line.pos, "E-SAMPLE-NO-MATCH", "rule " + cr.spec.id.value + " does not match its example",
+                   std::string("the line was read as family '") + FamilyName(first.family) + "' with message '" +
+                       std::string(first.message.substr(0, 120)) + "'");
+        } else if (!want && matched) {
+          im.Error(ex.line.pos, "E-SAMPLE-MATCHED", "rule " + cr.spec.id.value + " matches a no_match example");
+        } else if (want) {
+          for (const auto& kv : ex.captures) {
+            auto it = got.find(kv.first);
+            std::string actual = it == got.end() ? "<none>" : "'" + it->second + "'";
+            if (it == got.end() || it->second != kv.second) {
+              im.Error(ex.line.pos, "E-SAMPLE-MISMATCH",
+                       "rule " + cr.spec.id.value + ": capture '" + kv.first + "' is " + actual + ", example expects '" +
+                           kv.second + "'");
+            }
+          }
+        }
+      };
+      for (const Example& ex : cr.spec.match) run(ex, true);
+      for (const Example& ex : cr.spec.no_match) run(ex, false);
+    }
+  }
+
+  *diags = im.diags;
+  if (!im.diags.empty()) return nullptr;
+  return set;
+}
+
+std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, std::string>& sources) {
+  std::string out = d.pos.file;
+  if (d.pos.line > 0) {
+    out += ":" + std::to_string(d.pos.line);
+    if (d.pos.col > 0) out += ":" + std::to_string(d.pos.col);
+  }
+  out += ": error: " + d.message + " [" + d.code + "]\n";
+  auto it = sources.find(d.pos.file);
+  if (it != sources.end() && d.pos.line > 0) {
+    std::istringstream in(it->second);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      if (++n == d.pos.line) break;
+    }
+    if (n == d.pos.line) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      out += "    " + line + "\n";
+      if (d.pos.col > 0) {
+        std::string pad;
+        for (int i = 0; i < d.pos.col - 1 && i < static_cast<int>(line.size()); ++i) pad += line[i] == '\t' ? '\t' : ' ';
+        out += "    " + pad + "^\n";
+      }
+    }
+  }
+  if (!d.help.empty()) out += "help: " + d.help + "\n";
+  return out;
+}
+
+std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, std::string* errors, int* num_errors) {
+  RuleLoader loader;
+  loader.AddEmbedded();
+  for (const auto& d : user_dirs) {
+    loader.BeginLayer();
+    loader.AddDirectory(d);
+  }
+  std::vector<Diagnostic> diags;
+  auto set = loader.Build(&diags);
+  if (num_errors) *num_errors = static_cast<int>(diags.size());
+  for (const auto& d : diags) *errors += RenderDiagnostic(d, loader.sources());
+  return set;
+}
+
+}  // namespace ncclscan
