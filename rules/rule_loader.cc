@@ -92,6 +92,9 @@ const CompiledCorrelation* RuleSet::FindCorrelation(std::string_view id) const {
 
 namespace {
 
+// Real rules compile to a few hundred instructions; this bounds per-line cost.
+constexpr int kMaxProgramSize = 20000;
+
 const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "version", "timeout",
                                            "desync", "connection", "ib", "cuda", "oom", "init",
                                            "bootstrap", "topology", "elastic", "config", "identity"};
@@ -696,7 +699,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       return;
     }
     for (const auto& part : out->parts()) {
-      if (part.is_var && !vars.count(part.text)) {
+      if (part.is_var && !vars.count(part.text) && !vars.count("*")) {
         std::string list;
         for (const auto& v : vars) list += (list.empty() ? "" : ", ") + v;
         im.Error(PatternPos(src, "{" + part.text + "}", sources_), "E-TEMPLATE",
@@ -707,7 +710,8 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
 
   RE2::Options opts;
   opts.set_log_errors(false);
-  opts.set_max_mem(8 << 20);
+  // Bounds each compiled program (~40k instructions); real rules use a few hundred.
+  opts.set_max_mem(2 << 20);
   for (const LineRule* lr : rules) {
     CompiledRule cr;
     cr.spec = *lr;
@@ -724,10 +728,17 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     RE2 re(r.pattern.value, opts);
     std::set<std::string> vars;
     if (!re.ok()) {
+      vars.insert("*");  // captures unknown: do not report every template variable too
       bool too_big = re.error_code() == RE2::ErrorPatternTooLarge;
       im.Error(PatternPos(r.pattern, re.error_arg(), sources_), too_big ? "E-REGEX-TOO-BIG" : "E-BAD-REGEX",
                (too_big ? "regex too large: " : "invalid regex: ") + re.error(),
                too_big ? "split the rule or simplify the pattern; RE2's program size is bounded" : "");
+    } else if (re.ProgramSize() > kMaxProgramSize) {
+      vars.insert("*");
+      im.Error(r.pattern.pos, "E-REGEX-TOO-BIG",
+               "regex too large: compiled program has " + std::to_string(re.ProgramSize()) +
+                   " instructions, at most " + std::to_string(kMaxProgramSize),
+               "split the rule or simplify the pattern (large counted repetitions expand)");
     } else {
       cr.num_captures = re.NumberOfCapturingGroups();
       if (cr.num_captures > kMaxCaptures) {

@@ -1,0 +1,232 @@
+// Table-driven tests: every line shape and wrapper of FORMATS.md with a
+// realistic example each.
+#include "parsers/line_parser.h"
+
+#include <gtest/gtest.h>
+
+#include "parsers/path_hints.h"
+
+namespace ncclscan {
+namespace {
+
+struct Case {
+  const char* name;
+  std::string raw;
+  Family family;
+  const char* message;  // expected message (nullptr = don't check)
+  const char* host = nullptr;
+  int64_t pid = -1;
+  int dev = -2;         // -2 = don't check
+  int rank_hint = -2;
+  int local_rank_hint = -2;
+  const char* host_hint = nullptr;
+  const char* src_file = nullptr;
+  int64_t src_line = -2;
+  bool timed = false;
+  int pg_rank = -2;
+};
+
+class LineParserTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LineParserTable, Parses) {
+  const Case& c = GetParam();
+  LineParser parser;
+  Arena arena;
+  ParsedLine pl;
+  std::string_view rest;
+  parser.Parse(c.raw, &arena, &pl, &rest);
+  EXPECT_EQ(FamilyName(pl.family), std::string(FamilyName(c.family))) << c.raw;
+  if (c.message) {
+    EXPECT_EQ(std::string(pl.message), c.message) << c.raw;
+  }
+  if (c.host) {
+    EXPECT_EQ(std::string(pl.host), c.host);
+  }
+  if (c.pid != -1) {
+    EXPECT_EQ(pl.pid, c.pid);
+  }
+  if (c.dev != -2) {
+    EXPECT_EQ(pl.dev, c.dev);
+  }
+  if (c.rank_hint != -2) {
+    EXPECT_EQ(pl.rank_hint, c.rank_hint);
+  }
+  if (c.local_rank_hint != -2) {
+    EXPECT_EQ(pl.local_rank_hint, c.local_rank_hint);
+  }
+  if (c.host_hint) {
+    EXPECT_EQ(std::string(pl.host_hint), c.host_hint);
+  }
+  if (c.src_file) {
+    EXPECT_EQ(std::string(pl.src_file), c.src_file);
+  }
+  if (c.src_line != -2) {
+    EXPECT_EQ(pl.src_line, c.src_line);
+  }
+  if (c.timed) {
+    EXPECT_GE(pl.time, 0) << c.raw;
+  }
+  if (c.pg_rank != -2) {
+    EXPECT_EQ(pl.pg_rank, c.pg_rank);
+  }
+  EXPECT_TRUE(rest.empty());
+}
+
+const char* kInfo = "gpu-a17:48213:48213 [3] NCCL INFO Using network IB";
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, LineParserTable,
+    ::testing::Values(
+        // NCCL header shapes.
+        Case{"info", kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3},
+        Case{"warn", "gpu-a17:48213:48290 [3] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection refused",
+             Family::kNccl, "socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection refused", "gpu-a17", 48213, 3},
+        Case{"warn_230_func", "n1:77:91 [0] transport/net_ib.cc:2358 (ncclIbCompletion) NCCL WARN NET/IB: Got completion from peer 10.1.0.9<40312> with status=12",
+             Family::kNccl, "NET/IB: Got completion from peer 10.1.0.9<40312> with status=12", "n1", 77, 0},
+        Case{"trace", "n1:77:91 [0] 1523.041870 ncclProxyProgress:1203 NCCL TRACE progress", Family::kNccl, "progress", "n1", 77, 0},
+        Case{"call", "n1:77:77 NCCL CALL ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)",
+             Family::kNccl, "ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)", "n1", 77},
+        Case{"timestamp_226", "[2025-05-02 14:03:11] gpu-a17:48213:48290 [3] transport/net_ib.cc:2358 NCCL WARN NET/IB: Got completion",
+             Family::kNccl, "NET/IB: Got completion", "gpu-a17", 48213, 3, -2, -2, nullptr, nullptr, -2, true},
+        Case{"pre24_no_keyword", "node1:1234:1234 [0] INFO NET/IB : Using interface ib0", Family::kNccl,
+             "NET/IB : Using interface ib0", "node1", 1234, 0},
+        Case{"cut_prefix", "[3] NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", Family::kNccl,
+             "Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", nullptr, -1, 3},
+        Case{"bare_keyword", "NCCL INFO Using network Socket", Family::kNccl, "Using network Socket"},
+        Case{"version_banner", "NCCL version 2.18.1+cuda12.1", Family::kNccl, "NCCL version 2.18.1+cuda12.1"},
+        Case{"redacted_host", "<cluster_name>:924:924 [5] NCCL INFO cudaDriverVersion 12010", Family::kNccl,
+             "cudaDriverVersion 12010", "<cluster_name>", 924, 5},
+        // c10 / glog headers.
+        Case{"c10_old", "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout",
+             Family::kTorch, "[Rank 1] Watchdog caught collective operation timeout", nullptr, -1, -2, -2, -2,
+             nullptr, nullptr, -2, false, 1},
+        Case{"c10_ts_rank", "[rank7]:[E126 01:17:58.183429932 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught",
+             Family::kTorch, "[Rank 7] Watchdog caught", nullptr, -1, -2, 7, -2, nullptr, nullptr, -2, true, 7},
+        Case{"pg_guid", "[rank3]:[E219 08:58:32.606667496 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception detected",
+             Family::kTorch, "[PG ID 2 PG GUID 3 Rank 3] Exception detected", nullptr, -1, -2, 3, -2, nullptr, nullptr,
+             -2, true, 3},
+        Case{"glog", "I0228 14:05:56.114109 1619334 ProcessGroupNCCL.cpp:484] [Rank 3] found async exception",
+             Family::kTorch, "[Rank 3] found async exception", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true, 3},
+        Case{"elastic_glog", "E0731 10:50:08.043000 3247964 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1 (pid: 3248030) of binary: /usr/bin/python",
+             Family::kElastic, "failed (exitcode: 1) local_rank: 1 (pid: 3248030) of binary: /usr/bin/python"},
+        Case{"elastic_stdlib", "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 518 closing signal SIGTERM",
+             Family::kElastic, "Sending process 518 closing signal SIGTERM"},
+        Case{"elastic_21", "[2024-07-25 06:36:18,293] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 179 closing signal SIGTERM",
+             Family::kElastic, "Sending process 179 closing signal SIGTERM"},
+        Case{"elastic_table", "  exitcode  : -6 (pid: 3437)", Family::kElastic, "  exitcode  : -6 (pid: 3437)"},
+        Case{"traceback", "[rank2]: torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
+             Family::kTorch, "torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
+             nullptr, -1, -2, 2},
+        Case{"app_output", "step 1200 | loss 2.3141 | lr 3.0e-04", Family::kOther, "step 1200 | loss 2.3141 | lr 3.0e-04"},
+        // Outer wrappers.
+        Case{"grep_H_n", std::string("logs/rank3.log:1207:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17",
+             48213, 3, -2, -2, nullptr, "logs/rank3.log", 1207},
+        Case{"grep_H", std::string("logs/rank3.log:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213,
+             3, -2, -2, nullptr, "logs/rank3.log"},
+        Case{"grep_n", std::string("1207:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2,
+             nullptr, nullptr, 1207},
+        Case{"grep_context", std::string("logs/rank3.log-1208-") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", 48213, 3, -2, -2, nullptr, "logs/rank3.log", 1208},
+        Case{"srun", std::string(" 3: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, 3},
+        Case{"srun_het", std::string("P1 12: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, 12},
+        Case{"mpi", std::string("[1,3]<stdout>:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, 3},
+        Case{"mpi_sagemaker", std::string("[1,mpirank:5,algo-1]<stdout>:") + kInfo, Family::kNccl,
+             "Using network IB", nullptr, -1, -2, 5},
+        Case{"mpi_ctime", std::string("Thu Jan 23 11:55:50 2025[1,1]<stderr>:") + kInfo, Family::kNccl,
+             "Using network IB", nullptr, -1, -2, 1, -2, nullptr, nullptr, -2, true},
+        Case{"torchrun", std::string("[default3]:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2,
+             -2, 3},
+        Case{"torchrun_rank", "[default3]:[rank11]:[E1122 10:15:32.123456 ProcessGroupNCCL.cpp:616] [Rank 11] Watchdog caught",
+             Family::kTorch, "[Rank 11] Watchdog caught", nullptr, -1, -2, 11, 3},
+        Case{"pdsh", std::string("gpu-b03: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2,
+             "gpu-b03"},
+        Case{"ray", "(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught",
+             Family::kTorch, "[Rank 3] Watchdog caught", nullptr, -1, -2, 3, -2, "10.175.94.190"},
+        Case{"ray_nested", std::string("(pid=123) (Worker pid=456) ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17"},
+        Case{"iso_shipper", std::string("2024-11-22T10:15:32.123Z ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", -1, -2, -2, -2, nullptr, nullptr, -2, true},
+        Case{"syslog", std::string("Nov 22 10:15:32 gpu-a17 python[123]: ") + kInfo, Family::kNccl,
+             "Using network IB", "gpu-a17", -1, -2, -2, -2, "gpu-a17", nullptr, -2, true},
+        Case{"cri", std::string("2024-11-22T10:15:32.123456789Z stdout F ") + kInfo, Family::kNccl,
+             "Using network IB", "gpu-a17"},
+        Case{"kubectl", std::string("[pod/trainer-worker-3/pytorch] ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", -1, -2, -2, -2, "trainer-worker-3"},
+        Case{"kubectl_ts", std::string("[pod/trainer-worker-3/pytorch] 2024-11-22T10:15:32.123456789Z ") + kInfo,
+             Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2, "trainer-worker-3", nullptr, -2, true},
+        Case{"docker", R"({"log":"gpu-a17:48213:48290 [3] NCCL INFO Using network IB\n","stream":"stdout","time":"2024-11-22T10:15:32.123456789Z"})",
+             Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2, nullptr, nullptr, -2, true},
+        Case{"docker_escaped", R"({"log":"[rank1]:[E ProcessGroupNCCL.cpp:1] \"quoted\" \u001b[31mred\u001b[0m\n","stream":"stderr"})",
+             Family::kTorch, "\"quoted\" red", nullptr, -1, -2, 1},
+        Case{"ansi", std::string("\x1b[36m") + kInfo + "\x1b[0m", Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"ansi_lost_esc", std::string("[36m(RayWorkerWrapper pid=1, ip=10.0.0.1)[0m ") + kInfo, Family::kNccl,
+             "Using network IB", "gpu-a17"},
+        Case{"crlf", std::string(kInfo) + "\r", Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"tqdm_cr", std::string("  5%|##   | 10/200\r") + kInfo, Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"markdown", std::string("> ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"kaggle", "704.7s\t1461\ttorch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+             Family::kElastic, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"},
+        Case{"tool_lineno", std::string("[1830] ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"stacked", std::string("logs/all.log:12: 3: [default3]:") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", -1, -2, 3, 3, nullptr, "logs/all.log", 12}),
+    [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+TEST(LineParser, SplitsTwoGluedNcclLines) {
+  LineParser parser;
+  Arena arena;
+  ParsedLine a, b;
+  std::string_view rest, rest2;
+  std::string raw = "n1:1:1 [0] NCCL INFO Using network IB n2:2:2 [1] NCCL INFO Using network Socket";
+  parser.Parse(raw, &arena, &a, &rest);
+  EXPECT_EQ(a.message, "Using network IB");
+  ASSERT_FALSE(rest.empty());
+  parser.Parse(rest, &arena, &b, &rest2);
+  EXPECT_EQ(b.host, "n2");
+  EXPECT_EQ(b.message, "Using network Socket");
+  EXPECT_TRUE(rest2.empty());
+}
+
+TEST(LineParser, BinaryLineIsFlaggedNotMatched) {
+  LineParser parser;
+  Arena arena;
+  ParsedLine pl;
+  std::string_view rest;
+  std::string raw("\x01\x02\x03\x04\x05\x06\x07\x08garbage\x0e\x0f", 17);
+  parser.Parse(raw, &arena, &pl, &rest);
+  EXPECT_TRUE(pl.binary);
+}
+
+TEST(LineParser, NulBytesAreDroppedSoTheLineStillParses) {
+  LineParser parser;
+  Arena arena;
+  ParsedLine pl;
+  std::string_view rest;
+  std::string raw = std::string("gpu-a17:1:1 [0] NCCL INFO Using ") + '\0' + "network IB";
+  parser.Parse(raw, &arena, &pl, &rest);
+  EXPECT_EQ(pl.family, Family::kNccl);
+  EXPECT_EQ(pl.message, "Using network IB");
+}
+
+TEST(PathHints, RankFromFileNames) {
+  EXPECT_EQ(ParsePathHints("logs/rank3.log").rank, 3);
+  EXPECT_EQ(ParsePathHints("logs/rank_12.txt").rank, 12);
+  EXPECT_EQ(ParsePathHints("logs/Rank-7.out.gz").rank, 7);
+  EXPECT_EQ(ParsePathHints("logs/frank3.log").rank, -1);
+  EXPECT_EQ(ParsePathHints("logs/node0.log").rank, -1);
+}
+
+TEST(PathHints, TorchrunLogDir) {
+  PathHints h = ParsePathHints("/logs/job42_3a9kq1zq/attempt_1/3/stderr.log");
+  EXPECT_EQ(h.local_rank, 3);
+  EXPECT_EQ(h.attempt, 1);
+  EXPECT_EQ(h.rank, -1);
+}
+
+TEST(PathHints, NcclDebugFile) {
+  PathHints h = ParsePathHints("/logs/nccl.gpu-a17.48213");
+  EXPECT_EQ(h.host, "gpu-a17");
+  EXPECT_EQ(h.pid, 48213);
+}
+
+}  // namespace
+}  // namespace ncclscan

@@ -1,0 +1,171 @@
+#include "engine/scanner.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "engine/analyze.h"
+#include "engine/report.h"
+#include "rules/rule_loader.h"
+#include "tests/test_util.h"
+
+namespace ncclscan {
+namespace {
+
+const RuleSet& Rules() {
+  static std::unique_ptr<RuleSet> set = [] {
+    std::string err;
+    auto s = LoadRules({}, &err);
+    if (!s) ADD_FAILURE() << err;
+    return s;
+  }();
+  return *set;
+}
+
+// A small 2-host, 4-rank job with init lines and one IB error.
+std::string RankLog(int rank) {
+  std::string host = rank < 2 ? "node-a" : "node-b";
+  std::string p = host + ":" + std::to_string(1000 + rank) + ":" + std::to_string(1000 + rank) + " [" +
+                  std::to_string(rank % 2) + "] NCCL INFO ";
+  std::string s;
+  s += p + "Bootstrap : Using eth0:10.0.0." + std::to_string(rank < 2 ? 1 : 2) + "<0>\n";
+  s += p + "NCCL version 2.21.5+cuda12.4\n";
+  s += p + "Using network IB\n";
+  s += p + "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
+       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init START\n";
+  for (int i = 0; i < 50; ++i) s += "step " + std::to_string(i) + " | loss 2.31 | lr 3e-4\n";
+  s += p + "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
+       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE\n";
+  return s;
+}
+
+std::string Json(const std::vector<std::string>& paths, ScanOptions opts) {
+  Analysis a = Analyze(Rules(), paths, opts);
+  return RenderJson(*a.state, a.diagnosis);
+}
+
+TEST(Scanner, LinesSplitAcrossChunksAreParsedOnce) {
+  TempDir dir;
+  std::string all;
+  for (int r = 0; r < 4; ++r) all += RankLog(r);
+  std::string path = dir.Write("job.log", all);
+  ScanOptions big;
+  big.jobs = 1;
+  Analysis ref = Analyze(Rules(), {path}, big);
+  uint64_t lines = 4 * 54;
+  EXPECT_EQ(ref.state->counters().lines, lines);
+  for (size_t chunk : {1, 7, 13, 64, 100, 4096}) {
+    ScanOptions small;
+    small.jobs = 2;
+    small.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, small);
+    EXPECT_EQ(a.state->counters().lines, lines) << "chunk " << chunk;
+    EXPECT_EQ(a.state->counters().matched_lines, ref.state->counters().matched_lines) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*ref.state, ref.diagnosis)) << "chunk " << chunk;
+  }
+}
+
+TEST(Scanner, SummaryNamesRanksHostsCommunicators) {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 4; ++r) paths.push_back(dir.Write("rank" + std::to_string(r) + ".log", RankLog(r)));
+  Analysis a = Analyze(Rules(), paths, ScanOptions());
+  std::vector<int> ranks;
+  for (int s : a.state->LiveSubjects()) ranks.push_back(a.state->subjects()[s].rank);
+  EXPECT_EQ(CompactRanks(ranks), "0-3");
+  EXPECT_EQ(a.state->Hosts(), (std::set<std::string>{"node-a", "node-b"}));
+  ASSERT_EQ(a.state->comms().size(), 1u);
+  EXPECT_EQ(a.state->comms().begin()->second.nranks, 4);
+  EXPECT_EQ(a.state->comms().begin()->second.ranks_completed.size(), 4u);
+}
+
+TEST(Scanner, OutputIndependentOfThreadsAndFileOrder) {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 4; ++r) paths.push_back(dir.Write("r" + std::to_string(r) + "/log.txt", RankLog(r)));
+  ScanOptions j1, j4;
+  j1.jobs = 1;
+  j4.jobs = 4;
+  j4.chunk_size = 333;
+  std::string a = Json(paths, j1);
+  std::vector<std::string> reversed(paths.rbegin(), paths.rend());
+  EXPECT_EQ(a, Json(reversed, j4));
+  EXPECT_EQ(a, Json({dir.path()}, j4));
+}
+
+std::string Gzip(const std::string& data) {
+  std::string out(compressBound(data.size()) + 64, '\0');
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = data.size();
+  zs.next_out = reinterpret_cast<Bytef*>(&out[0]);
+  zs.avail_out = out.size();
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+TEST(Scanner, ReadsGzipAndZstdTransparently) {
+  TempDir dir;
+  std::string plain = RankLog(0) + RankLog(1);
+  std::string p0 = dir.Write("plain/a.log", plain);
+  std::string p1 = dir.Write("gz/a.log.gz", Gzip(plain));
+  std::string z(ZSTD_compressBound(plain.size()), '\0');
+  z.resize(ZSTD_compress(&z[0], z.size(), plain.data(), plain.size(), 3));
+  std::string p2 = dir.Write("zst/a.log.zst", z);
+  Analysis a = Analyze(Rules(), {p0}, ScanOptions());
+  Analysis b = Analyze(Rules(), {p1}, ScanOptions());
+  Analysis c = Analyze(Rules(), {p2}, ScanOptions());
+  EXPECT_TRUE(b.errors.empty());
+  EXPECT_TRUE(c.errors.empty());
+  EXPECT_EQ(b.state->counters().lines, a.state->counters().lines);
+  EXPECT_EQ(c.state->counters().lines, a.state->counters().lines);
+  EXPECT_EQ(b.state->counters().matched_lines, a.state->counters().matched_lines);
+  EXPECT_EQ(c.state->counters().matched_lines, a.state->counters().matched_lines);
+}
+
+TEST(Scanner, TruncatedGzipIsReportedAndOtherFilesStillScanned) {
+  TempDir dir;
+  std::string gz = Gzip(RankLog(0));
+  std::string bad = dir.Write("a_bad.log.gz", gz.substr(0, gz.size() / 2));
+  std::string good = dir.Write("b_good.log", RankLog(1));
+  Analysis a = Analyze(Rules(), {bad, good}, ScanOptions());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_NE(a.errors[0].find("truncated gzip"), std::string::npos) << a.errors[0];
+  EXPECT_NE(a.errors[0].find("a_bad.log.gz"), std::string::npos);
+  EXPECT_GE(a.state->counters().lines, 54u);
+}
+
+TEST(Scanner, OverlongLineIsCutAndCounted) {
+  TempDir dir;
+  std::string big(5000, 'x');
+  std::string path = dir.Write("a.log", RankLog(0) + big + "\n" + RankLog(0));
+  ScanOptions opts;
+  opts.max_line = 1024;
+  opts.chunk_size = 512;
+  Analysis a = Analyze(Rules(), {path}, opts);
+  EXPECT_EQ(a.state->counters().overlong_lines, 1u);
+  EXPECT_EQ(a.state->counters().lines, 54u * 2 + 1);
+}
+
+TEST(Scanner, FinalLineWithoutNewlineIsKept) {
+  TempDir dir;
+  std::string path = dir.Write("a.log", "n1:1:1 [0] NCCL INFO Using network IB");
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->counters().lines, 1u);
+  EXPECT_EQ(a.state->counters().matched_lines, 1u);
+}
+
+TEST(Scanner, MissingFileIsAnErrorOthersContinue) {
+  TempDir dir;
+  std::string good = dir.Write("good.log", RankLog(0));
+  Analysis a = Analyze(Rules(), {dir.path() + "/missing.log", good}, ScanOptions());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_EQ(a.errors[0], "cannot read " + dir.path() + "/missing.log: No such file or directory");
+  EXPECT_EQ(a.inputs, 1u);
+}
+
+}  // namespace
+}  // namespace ncclscan
