@@ -1,7 +1,6 @@
 #include "engine/job_state.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "parsers/path_hints.h"
 #include "parsers/text_util.h"
@@ -242,33 +241,33 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   const CompiledRule& r = rules_->rules()[rule_idx];
   counters_.matched_lines++;
 
-  auto capture = [&](std::string_view name) -> std::string_view {
-    int i = r.CaptureIndex(name);
-    if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
-    return std::string_view(groups[i].data(), groups[i].size());
-  };
-  std::function<void(const std::string&, std::string*)> var = [&](const std::string& name, std::string* out) {
-    for (const CompiledLookup& lk : r.lookups) {
-      if (lk.name != name) continue;
-      std::string_view from = lk.from_capture > 0 && lk.from_capture < num_groups && groups[lk.from_capture].data()
-                                  ? std::string_view(groups[lk.from_capture].data(), groups[lk.from_capture].size())
-                                  : std::string_view();
-      auto it = lk.map.find(from);
-      if (it != lk.map.end()) out->append(it->second);
-      else lk.default_value.RenderTo(out, var);
-      return;
+  // Template variables: captures, then lookups derived from them.
+  struct Vars {
+    const CompiledRule& r;
+    const re2::StringPiece* groups;
+    int num_groups;
+    std::string_view Group(int i) const {
+      if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
+      return std::string_view(groups[i].data(), groups[i].size());
     }
-    std::string_view c = capture(name);
-    out->append(c.data(), c.size());
+    void operator()(const std::string& name, std::string* out) const {
+      for (const CompiledLookup& lk : r.lookups) {
+        if (lk.name != name) continue;
+        auto it = lk.map.find(Group(lk.from_capture));
+        if (it != lk.map.end()) out->append(it->second);
+        else lk.default_value.RenderTo(out, *this);
+        return;
+      }
+      std::string_view c = Group(r.CaptureIndex(name));
+      out->append(c.data(), c.size());
+    }
   };
+  const Vars var{r, groups, num_groups};
   // Single-variable templates of plain captures need no rendering (the COLL hot path).
   auto render = [&](const Template& t, std::string* buf) -> std::string_view {
     if (t.IsSingleVar()) {
       int i = r.CaptureIndex(t.parts()[0].text);
-      if (i > 0) {
-        return i < num_groups && groups[i].data() ? std::string_view(groups[i].data(), groups[i].size())
-                                                   : std::string_view();
-      }
+      if (i > 0) return var.Group(i);
     }
     buf->clear();
     t.RenderTo(buf, var);
@@ -290,15 +289,16 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   if (r.has_identity) {
     std::string_view comm = render(r.identity[kIdComm], &b1);
     std::string comm_id(render(r.identity[kIdCommId], &b2));
-    std::string subj_key = std::to_string(si) + "|";
     if (!comm.empty()) {
-      std::string pk = subj_key + std::string(comm);
-      auto it = comm_ptr_.find(pk);
+      if (comm_ptr_.size() <= static_cast<size_t>(si)) comm_ptr_.resize(si + 1);
+      auto& ptrs = comm_ptr_[si];
+      auto it = ptrs.find(comm);
       if (comm_id.empty()) {
-        comm_id = it != comm_ptr_.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
-                                                           std::to_string(subjects_[si].pid) + ":" + std::string(comm);
+        comm_id = it != ptrs.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
+                                                      std::to_string(subjects_[si].pid) + ":" + std::string(comm);
       }
-      comm_ptr_[pk] = comm_id;
+      if (it == ptrs.end()) ptrs.emplace(std::string(comm), comm_id);
+      else it->second = comm_id;
     }
     std::string rank_s(render(r.identity[kIdRank], &b1));
     std::string nranks_s(render(r.identity[kIdNranks], &b1));
@@ -336,15 +336,11 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   for (const CompiledFact& cf : r.facts) {
     const FactSpec& spec = rules_->facts()[cf.fact];
     std::string_view key;
-    std::string key_buf;
     if (spec.keyed) {
       key = render(cf.key, &b1);
-      if (spec.key_kind == "comm" && !key.empty()) {
-        auto it = comm_ptr_.find(std::to_string(si) + "|" + std::string(key));
-        if (it != comm_ptr_.end()) {
-          key_buf = it->second;
-          key = key_buf;
-        }
+      if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < comm_ptr_.size()) {
+        auto it = comm_ptr_[si].find(key);
+        if (it != comm_ptr_[si].end()) key = it->second;
       }
       if (key.empty()) key = "-";
     }

@@ -165,7 +165,7 @@ class JobState {
   std::vector<Subject> subjects_;
   std::map<std::string, int, std::less<>> subject_index_;  // "P host:pid" / "R n" / "F file"
   std::map<std::string, CommInfo> comms_;                   // by commId
-  std::map<std::string, std::string, std::less<>> comm_ptr_; // "subject|0xptr" -> commId
+  std::vector<std::map<std::string, std::string, std::less<>>> comm_ptr_;  // [subject]: 0xptr -> commId
   std::map<int, std::map<std::string, int>> comm_rank_;      // subject -> commId -> rank
   std::map<int, int> subject_global_rank_;                   // from explicit identity
   std::map<std::string, std::string> address_owner_;        // ip/host -> host

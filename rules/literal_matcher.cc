@@ -1,100 +1,83 @@
 #include "rules/literal_matcher.h"
 
-#include <algorithm>
-#include <cctype>
-#include <deque>
+#include <cstring>
 
 namespace ncclscan {
 
 namespace {
+
 uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+// The same folding is applied to atoms and text: OR 0x20 lower-cases letters
+// (and merges a few punctuation pairs, which only adds verified candidates).
+uint32_t Window(const unsigned char* p) { return (p[0] | p[1] << 8 | p[2] << 16) | 0x202020u; }
+
+bool EqualsFolded(const unsigned char* text, const std::string& atom) {
+  for (size_t k = 0; k < atom.size(); ++k) {
+    if (Lower(text[k]) != static_cast<uint8_t>(atom[k])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int LiteralMatcher::Add(std::string_view atom) {
-  // Classes are assigned lazily to the lower-cased bytes that appear in atoms.
-  int node = 0;
-  for (char ch : atom) {
-    uint8_t c = Lower(static_cast<uint8_t>(ch));
-    if (class_of_[c] == 0) {
-      class_of_[c] = static_cast<uint8_t>(num_classes_++);
-    }
-    uint8_t cls = class_of_[c];
-    int child = -1;
-    for (auto& e : nodes_[node].next) {
-      if (e.first == cls) { child = e.second; break; }
-    }
-    if (child < 0) {
-      child = static_cast<int>(nodes_.size());
-      nodes_[node].next.push_back({cls, child});
-      nodes_.emplace_back();
-    }
-    node = child;
-  }
-  int id = static_cast<int>(num_atoms_++);
-  nodes_[node].out.push_back(id);
-  return id;
+  std::string a(atom);
+  for (char& c : a) c = static_cast<char>(Lower(static_cast<uint8_t>(c)));
+  atoms_.push_back(std::move(a));
+  return static_cast<int>(atoms_.size()) - 1;
 }
 
 void LiteralMatcher::Build() {
-  // Upper-case bytes share their lower-case class.
-  for (int c = 'A'; c <= 'Z'; ++c) class_of_[c] = class_of_[c + 32];
-  const int nc = num_classes_;
-  delta_.assign(nodes_.size() * nc, 0);
-  std::deque<int> queue;
-  for (auto& e : nodes_[0].next) {
-    delta_[e.first] = e.second;
-    nodes_[e.second].fail = 0;
-    queue.push_back(e.second);
-  }
-  while (!queue.empty()) {
-    int s = queue.front();
-    queue.pop_front();
-    const Node& n = nodes_[s];
-    // Inherit outputs of the fail state (already final: BFS order).
-    auto& out = nodes_[s].out;
-    const auto& fo = nodes_[n.fail].out;
-    out.insert(out.end(), fo.begin(), fo.end());
-    for (int cls = 0; cls < nc; ++cls) delta_[s * nc + cls] = delta_[n.fail * nc + cls];
-    for (auto& e : n.next) {
-      int child = e.second;
-      nodes_[child].fail = s == 0 ? 0 : delta_[n.fail * nc + e.first];
-      delta_[s * nc + e.first] = child;
-      queue.push_back(child);
+  bits_.assign(65536 / 64, 0);
+  std::vector<std::vector<int>> buckets(65536);
+  short_atoms_.clear();
+  for (size_t i = 0; i < atoms_.size(); ++i) {
+    const std::string& a = atoms_[i];
+    if (a.size() < 3) {
+      short_atoms_.push_back(static_cast<int>(i));
+      continue;
     }
+    uint32_t h = Hash(Window(reinterpret_cast<const unsigned char*>(a.data())));
+    bits_[h >> 6] |= uint64_t{1} << (h & 63);
+    buckets[h].push_back(static_cast<int>(i));
   }
-  out_begin_.assign(nodes_.size() + 1, 0);
-  out_ids_.clear();
-  for (size_t s = 0; s < nodes_.size(); ++s) {
-    out_begin_[s] = static_cast<int32_t>(out_ids_.size());
-    std::sort(nodes_[s].out.begin(), nodes_[s].out.end());
-    nodes_[s].out.erase(std::unique(nodes_[s].out.begin(), nodes_[s].out.end()), nodes_[s].out.end());
-    out_ids_.insert(out_ids_.end(), nodes_[s].out.begin(), nodes_[s].out.end());
+  bucket_begin_.assign(65537, 0);
+  bucket_atoms_.clear();
+  for (uint32_t h = 0; h < 65536; ++h) {
+    bucket_begin_[h] = static_cast<uint32_t>(bucket_atoms_.size());
+    bucket_atoms_.insert(bucket_atoms_.end(), buckets[h].begin(), buckets[h].end());
   }
-  out_begin_[nodes_.size()] = static_cast<int32_t>(out_ids_.size());
-  // Build-time structure is no longer needed.
-  for (auto& n : nodes_) {
-    std::vector<std::pair<uint8_t, int>>().swap(n.next);
-    std::vector<int>().swap(n.out);
-  }
-  built_ = true;
+  bucket_begin_[65536] = static_cast<uint32_t>(bucket_atoms_.size());
 }
 
 void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const {
-  if (!built_ || num_atoms_ == 0) return;
-  seen->resize(num_atoms_);
-  const int nc = num_classes_;
-  const int32_t* delta = delta_.data();
-  const int32_t* ob = out_begin_.data();
-  size_t first_new = ids->size();
-  int s = 0;
-  for (unsigned char c : text) {
-    s = delta[s * nc + class_of_[c]];
-    int b = ob[s], e = ob[s + 1];
-    for (int k = b; k < e; ++k) {
-      int id = out_ids_[k];
-      if (!(*seen)[id]) {
+  if (atoms_.empty()) return;
+  seen->resize(atoms_.size());
+  const size_t first_new = ids->size();
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  const uint64_t* bits = bits_.data();
+  if (n >= 3) {
+    for (size_t i = 0; i + 3 <= n; ++i) {
+      uint32_t h = Hash(Window(p + i));
+      if (!((bits[h >> 6] >> (h & 63)) & 1)) continue;
+      for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
+        int id = bucket_atoms_[k];
+        const std::string& a = atoms_[id];
+        if ((*seen)[id] || a.size() > n - i || !EqualsFolded(p + i, a)) continue;
         (*seen)[id] = 1;
         ids->push_back(id);
+      }
+    }
+  }
+  for (int id : short_atoms_) {
+    const std::string& a = atoms_[id];
+    for (size_t i = 0; i + a.size() <= n; ++i) {
+      if (EqualsFolded(p + i, a)) {
+        (*seen)[id] = 1;
+        ids->push_back(id);
+        break;
       }
     }
   }

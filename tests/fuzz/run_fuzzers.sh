@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every fuzzer for a bounded time, seeded from the corpus and the rule files.
+# Crashers are kept as regression inputs in tests/fuzz/regressions/<fuzzer>/.
+# usage: run_fuzzers.sh BUILD_DIR SECONDS
+set -euo pipefail
+BUILD=$1
+SECS=${2:-60}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d /tmp/ncclscan_fuzz.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/lines" "$WORK/yaml" "$WORK/json"
+# Seeds: lines of corpus logs in small batches; rule files; docker lines.
+find "$ROOT/corpus" -type f ! -name '*.json' ! -name '*.md' ! -name '*.gz' ! -name '*.zst' | sort | head -200 |
+  while read -r f; do split -l 20 -a 4 "$f" "$WORK/lines/$(basename "$f")."; done
+cp "$ROOT"/rules/*.yaml "$WORK/yaml/"
+printf '"gpu-a17:1:1 [3] NCCL INFO Using network IB\\n","stream":"stdout","time":"2024-11-22T10:15:32.1Z"}' >"$WORK/json/a"
+status=0
+for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml; do
+  name=${f%%:*}
+  seeds=$WORK/${f##*:}
+  reg="$ROOT/tests/fuzz/regressions/$name"
+  mkdir -p "$WORK/out-$name"
+  args=("$WORK/out-$name" "$seeds")
+  [ -d "$reg" ] && args+=("$reg")
+  echo "-- $name for ${SECS}s"
+  if ! "$BUILD/tests/fuzz/$name" -max_total_time="$SECS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$WORK/" -print_final_stats=1 "${args[@]}" 2>"$WORK/$name.log"; then
+    status=1
+    tail -40 "$WORK/$name.log"
+    mkdir -p "$reg"
+    cp "$WORK"/crash-* "$WORK"/leak-* "$WORK"/timeout-* "$reg/" 2>/dev/null || true
+  fi
+  grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' "$WORK/$name.log" | tail -2
+done
+exit $status
