@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# ncclscan benchmark: whole-process wall time against ripgrep and GNU grep on the
+# same files, in one run, interleaved, several repetitions; peak RSS; scaling
+# with cores and input size.
+#
+# usage: bench/run.sh [BUILD_DIR]     (env: SIZE_MB=1024 REPS=5 SCALING=1 BENCH_DIR=/tmp/ncclscan-bench)
+# The input is a simulated 64-rank / 8-host job (bench/simulate.cc): most lines
+# are NCCL INFO COLL lines and application output, with init, env, transport and
+# watchdog lines, and one divergent rank.
+set -euo pipefail
+BUILD=${1:-build}
+NS=$BUILD/cli/ncclscan
+SIM=$BUILD/bench/ncclscan_simulate
+SIZE_MB=${SIZE_MB:-1024}
+REPS=${REPS:-5}
+SCALING=${SCALING:-1}
+DIR=${BENCH_DIR:-/tmp/ncclscan-bench}
+CORES=$(nproc)
+for t in "$NS" "$SIM"; do [ -x "$t" ] || { echo "missing $t: build first (bash .ci/setup.sh)"; exit 2; }; done
+command -v rg >/dev/null || { echo "ripgrep missing: apt-get install ripgrep"; exit 2; }
+
+# Patterns comparable to the rule set's prefilter literals (one per rule family).
+RG_PATTERNS=(-e 'opCount [0-9a-f]+' -e 'NCCL WARN' -e 'Watchdog caught collective' -e 'Using network'
+  -e 'Init (START|COMPLETE)' -e 'via (NET|P2P|SHM)/' -e 'set by environment to' -e 'NCCL version'
+  -e 'last completed' -e 'GPU Direct RDMA' -e 'Connection closed' -e 'Got completion' -e 'Cuda failure'
+  -e 'cudaDriverVersion' -e 'Bootstrap ?: Using' -e 'coll channels' -e 'ChildFailedError' -e 'exitcode')
+
+gen() {  # gen DIR SIZE_MB
+  if [ ! -f "$1/.size_$2" ]; then
+    rm -rf "$1"
+    "$SIM" --out "$1" --ranks 64 --hosts 8 --size-mb "$2" --fault divergent_rank --culprit 13 --seed 1 >/dev/null
+    touch "$1/.size_$2"
+  fi
+  find "$1" -type f -name '*.log' -exec cat {} + >/dev/null  # warm the page cache
+}
+
+# time_cmd OUTFILE CMD... -> appends "seconds maxrss_kb" to OUTFILE
+time_cmd() {
+  local out=$1
+  shift
+  /usr/bin/time -f '%e %M' -o "$out.one" "$@" >/dev/null 2>&1 || true
+  tail -1 "$out.one" >>"$out"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+max_col2() { awk 'BEGIN{m=0} {if ($2>m) m=$2} END{print m}'; }
+
+run_set() {  # run_set LABEL DIR JOBS REPS -> prints a result line
+  local label=$1 d=$2 jobs=$3 reps=$4 tmp
+  tmp=$(mktemp -d)
+  for _ in $(seq "$reps"); do
+    time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
+    time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+    if [ "$label" = main ]; then time_cmd "$tmp/grep" grep -rcE "$(IFS='|'; echo "${RG_PATTERNS[*]//-e /}")" "$d"; fi
+  done
+  local bytes lines ns rg ratio
+  bytes=$(find "$d" -type f -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
+  lines=$(find "$d" -type f -name '*.log' -exec cat {} + | wc -l)
+  ns=$(cut -d' ' -f1 "$tmp/ns" | median)
+  rg=$(cut -d' ' -f1 "$tmp/rg" | median)
+  ratio=$(awk -v a="$ns" -v b="$rg" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+  printf '%-8s %7.0f MB  -j%-2s  ncclscan %6.2f s (%5.2f GB/s, %5.1f M lines/s, peak RSS %4.0f MiB)  rg %6.2f s  ratio %s' \
+    "$label" "$(awk -v b="$bytes" 'BEGIN{print b/1e6}')" "$jobs" "$ns" \
+    "$(awk -v b="$bytes" -v t="$ns" 'BEGIN{print (t>0? b/t/1e9 : 0)}')" \
+    "$(awk -v l="$lines" -v t="$ns" 'BEGIN{print (t>0? l/t/1e6 : 0)}')" \
+    "$(max_col2 <"$tmp/ns" | awk '{print $1/1024}')" "$rg" "$ratio"
+  if [ -f "$tmp/grep" ]; then printf '  grep %6.2f s' "$(cut -d' ' -f1 "$tmp/grep" | median)"; fi
+  echo
+  rm -rf "$tmp"
+}
+
+echo "ncclscan benchmark: $(date -u +%F), $CORES cores, $REPS repetitions (medians), input: simulated 64 ranks / 8 hosts"
+gen "$DIR/x1" "$SIZE_MB"
+run_set main "$DIR/x1" "$CORES" "$REPS"
+if [ "$SCALING" = 1 ]; then
+  echo "-- scaling with cores"
+  run_set cores "$DIR/x1" 1 3
+  [ "$CORES" -gt 1 ] && run_set cores "$DIR/x1" "$CORES" 3
+  echo "-- scaling with input size"
+  q=$((SIZE_MB / 4))
+  gen "$DIR/x025" "$q"
+  run_set size "$DIR/x025" "$CORES" 3
+  run_set size "$DIR/x1" "$CORES" 3
+  gen "$DIR/x4" $((SIZE_MB * 4))
+  run_set size "$DIR/x4" "$CORES" 1
+  rm -rf "$DIR/x4" "$DIR/x025"
+fi
