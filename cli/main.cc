@@ -133,7 +133,7 @@ int CmdExplain(const std::vector<std::string>& args) {
         std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
                   << ", confidence " << s.finding.confidence << "\n";
         std::cout << "  why:       " << s.finding.explanation.value << "\n";
-        if (!s.finding.remediation.empty()) std::cout << "  fix:       " << s.finding.remediation << "\n";
+        if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
         for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
       }
       for (const auto& ex : s.match) std::cout << "  matches:   " << ex.line.value << "\n";
@@ -148,7 +148,7 @@ int CmdExplain(const std::vector<std::string>& args) {
       std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
                 << ", confidence " << s.finding.confidence << "\n";
       std::cout << "  why:       " << s.finding.explanation.value << "\n";
-      if (!s.finding.remediation.empty()) std::cout << "  fix:       " << s.finding.remediation << "\n";
+      if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
       for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
       for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
     } else {

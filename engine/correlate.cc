@@ -40,13 +40,12 @@ struct Ctx {
     f.confidence = c.spec.finding.confidence;
     f.role = c.spec.finding.role;
     f.title = c.spec.title;
-    f.remediation = c.spec.finding.remediation;
     f.references = c.spec.references;
     f.group = group;
     FillSubjects(state, subjects, &f);
     f.count = static_cast<int64_t>(subjects.size());
     Vars vars = vars_in;
-    f.explanation = c.explanation.Render([&](const std::string& name, std::string* o) {
+    RenderTexts(&f, [&](const std::string& name, std::string* o) {
       if (name == "ranks") o->append(SubjectsText(f));
       else if (name == "hosts") o->append(HostsText(f));
       else if (name == "count") o->append(std::to_string(f.count));
@@ -62,6 +61,12 @@ struct Ctx {
                c.spec.fact.value == "timeout_seq") f.process_group = key->second;
     }
     return f;
+  }
+
+  template <typename Lookup>
+  void RenderTexts(Finding* f, Lookup&& lookup) const {
+    f->explanation = c.explanation.Render(lookup);
+    f->remediation = c.remediation.Render(lookup);
   }
 
   void AddEvidence(Finding* f, const std::vector<const FactValue*>& values) const {
@@ -248,7 +253,7 @@ void Absence(Ctx& x) {
   bool anyone_has_absent = false;
   for (int s : x.live) {
     const Subject& sub = x.state.subjects()[s];
-    if (sub.Get(x.c.absent)) anyone_has_absent = true;
+    if (sub.Has(x.c.absent)) anyone_has_absent = true;
   }
   // Without a single subject that reached the "absent" fact, an excerpt that
   // stops early cannot be told from a real hang: say nothing.
@@ -256,7 +261,7 @@ void Absence(Ctx& x) {
   for (int s : x.live) {
     const Subject& sub = x.state.subjects()[s];
     const FactValue* p = sub.Get(x.c.present);
-    if (p && !sub.Get(x.c.absent)) {
+    if (p && !sub.Has(x.c.absent)) {
       hits.push_back(s);
       ev.push_back(p);
     }
@@ -275,8 +280,8 @@ void MissingRanks(Ctx& x) {
     seen.insert(ci.ranks_completed.begin(), ci.ranks_completed.end());
     seen.insert(ci.ranks_aborted.begin(), ci.ranks_aborted.end());
     int n = static_cast<int>(seen.size());
-    // A dump of a few ranks is an excerpt, not a job with missing ranks.
-    if (n == 0 || n >= ci.nranks || n * 2 < ci.nranks) continue;
+    // One rank's log, or a dump of a few ranks, is an excerpt, not a job with missing ranks.
+    if (n < 2 || n >= ci.nranks || n * 2 < ci.nranks) continue;
     std::vector<int> missing;
     for (int r = 0; r < ci.nranks; ++r) {
       if (!seen.count(r)) missing.push_back(r);
@@ -287,7 +292,7 @@ void MissingRanks(Ctx& x) {
     f.count = static_cast<int64_t>(missing.size());
     f.communicator = ci.id;
     // Re-render now that ranks are the missing ones.
-    f.explanation = x.c.explanation.Render([&](const std::string& name, std::string* o) {
+    x.RenderTexts(&f, [&](const std::string& name, std::string* o) {
       if (name == "ranks" || name == "missing") o->append(CompactRanks(missing));
       else if (name == "nranks") o->append(std::to_string(ci.nranks));
       else if (name == "comm") o->append(ci.id);
@@ -302,7 +307,7 @@ void Extreme(Ctx& x) {
   const FactSpec& spec = x.state.rules().facts()[x.c.fact];
   if (x.c.require >= 0) {
     bool any = false;
-    for (int s : x.live) any |= x.state.subjects()[s].Get(x.c.require) != nullptr;
+    for (int s : x.live) any |= x.state.subjects()[s].Has(x.c.require);
     if (!any) return;
   }
   auto values = x.Values(x.c.fact);
@@ -323,7 +328,7 @@ void Extreme(Ctx& x) {
       for (int s : x.live) {
         const Subject& sub = x.state.subjects()[s];
         if (sub.rank < 0 || reporters.count(s)) continue;
-        if (x.c.require >= 0 && sub.Get(x.c.require)) continue;
+        if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
         silent.push_back(s);
       }
     }
@@ -481,7 +486,7 @@ void PeerMap(Ctx& x) {
   // Re-render: {peer_ranks} / {hosts} depend on the suspects set above.
   Finding suspects_f;
   FillSubjects(x.state, suspects, &suspects_f);
-  f.explanation = x.c.explanation.Render([&](const std::string& name, std::string* o) {
+  x.RenderTexts(&f, [&](const std::string& name, std::string* o) {
     if (name == "peer_hosts" || name == "hosts") o->append(top);
     else if (name == "peer_ranks" || name == "ranks") o->append(suspects.empty() ? "?" : SubjectsText(suspects_f));
     else if (name == "reporters") o->append(SubjectsText(rep));

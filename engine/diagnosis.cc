@@ -77,7 +77,6 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.confidence = r.spec.finding.confidence;
     f.role = r.spec.finding.role;
     f.title = r.spec.title;
-    f.remediation = r.spec.finding.remediation;
     f.references = r.spec.references;
     f.evidence = acc.evidence;
     f.count = acc.count;
@@ -85,7 +84,7 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.first = acc.first;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
-    f.explanation = r.explanation.Render([&](const std::string& name, std::string* o) {
+    auto lookup = [&](const std::string& name, std::string* o) {
       if (name == "ranks") o->append(SubjectsText(f));
       else if (name == "hosts") o->append(HostsText(f));
       else if (name == "count") o->append(std::to_string(f.count));
@@ -93,7 +92,9 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
         auto it = acc.vars.find(name);
         if (it != acc.vars.end()) o->append(it->second);
       }
-    });
+    };
+    f.explanation = r.explanation.Render(lookup);
+    f.remediation = r.remediation.Render(lookup);
     out->push_back(std::move(f));
   }
 }

@@ -111,9 +111,13 @@ void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
 }  // namespace
 
 int JobState::ProcessSubject(std::string_view host, int64_t pid) {
+  // Consecutive lines nearly always come from the same process: skip the map.
+  if (last_process_ >= 0 && subjects_[last_process_].pid == pid && subjects_[last_process_].host == host) {
+    return last_process_;
+  }
   std::string key = ProcessKey(host, pid);
   auto it = subject_index_.find(key);
-  if (it != subject_index_.end()) return it->second;
+  if (it != subject_index_.end()) return last_process_ = it->second;
   Subject s;
   s.host = std::string(host);
   s.pid = pid;
@@ -123,7 +127,7 @@ int JobState::ProcessSubject(std::string_view host, int64_t pid) {
   subjects_.push_back(std::move(s));
   int idx = static_cast<int>(subjects_.size()) - 1;
   subject_index_.emplace(std::move(key), idx);
-  return idx;
+  return last_process_ = idx;
 }
 
 int JobState::RankSubject(int rank) {

@@ -75,6 +75,10 @@ struct Subject {
   bool merged_away = false;
   int merged_into = -1;
 
+  // Unkeyed or keyed: does this subject carry the fact at all?
+  bool Has(int fact) const {
+    return Get(fact) != nullptr || (fact >= 0 && fact < static_cast<int>(keyed.size()) && !keyed[fact].empty());
+  }
   const FactValue* Get(int fact) const {
     return fact >= 0 && fact < static_cast<int>(has_fact.size()) && has_fact[fact] ? &facts[fact] : nullptr;
   }
@@ -171,6 +175,7 @@ class JobState {
   std::map<std::string, std::string> address_owner_;        // ip/host -> host
   std::map<std::string, LineFindingAcc> line_findings_;     // by rule id + group
   std::vector<int> previous_subject_;                       // per file: last capture subject
+  int last_process_ = -1;                                   // cache for ProcessSubject
   std::vector<std::string> identity_conflicts_;
   Counters counters_;
 };

@@ -53,7 +53,7 @@ struct FindingSpec {
   Role role = Role::kRoot;
   std::vector<Located<std::string>> group_by;
   Located<std::string> explanation;
-  std::string remediation;
+  Located<std::string> remediation;
   std::vector<Located<std::string>> explains;
 };
 

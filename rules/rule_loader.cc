@@ -802,6 +802,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       std::set<std::string> fvars = vars;
       fvars.insert({"ranks", "hosts", "count"});
       check_template(r.finding.explanation, fvars, &cr.explanation, "explanation");
+      check_template(r.finding.remediation, fvars, &cr.remediation, "remediation");
       for (const auto& g : r.finding.group_by) {
         if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
         cr.group_by.push_back(g.value);
@@ -861,7 +862,10 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       cc.fact = need_fact(c->fact, "fact", true);
       vars.insert({"peer_hosts", "peer_ranks", "reporters"});
     }
-    if (c->finding.present) check_template(c->finding.explanation, vars, &cc.explanation, "explanation");
+    if (c->finding.present) {
+      check_template(c->finding.explanation, vars, &cc.explanation, "explanation");
+      check_template(c->finding.remediation, vars, &cc.remediation, "remediation");
+    }
     check_explains(c->finding);
     set->correlations_.push_back(std::move(cc));
   }

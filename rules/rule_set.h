@@ -55,6 +55,7 @@ struct CompiledRule {
   bool has_identity = false;
   std::vector<CompiledLookup> lookups;
   Template explanation;
+  Template remediation;
   int subject_capture = -1;          // group named "rank" when subject: capture
   std::vector<std::string> group_by; // variable names
 
@@ -69,7 +70,7 @@ struct CompiledCorrelation {
   int require = -1;
   std::vector<int> where_facts;
   Template explanation;
-  Template title;
+  Template remediation;
 };
 
 // Per-thread scratch for Match(); reused across lines so matching allocates nothing.

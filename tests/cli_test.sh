@@ -104,7 +104,7 @@ run nul 0 "$NS" --format json "$T/nul.log" &&
   [ "$(json_get 'd["input"]["lines_unparsed"]["with_nul"]')" = 1 ] &&
   [ "$(json_get 'd["subjects"][0]["facts"].get("network")')" = Socket ] && ok nul_bytes_inside_lines
 
-printf 'gpu-a17:1:1 [0] misc/socket.cc:1 NCCL WARN Connect to 10.0.0.1<1> failed : \xff\xfe bad utf8\n' >"$T/utf8.log"
+printf 'gpu-a17:1:1 [0] misc/socket.cc:1 NCCL WARN socketStartConnect: Connect to 10.0.0.1<1> failed : \xff\xfe bad utf8\n' >"$T/utf8.log"
 run utf8 1 "$NS" --format json "$T/utf8.log" && json_ok &&
   "$PY" -c 'import sys; b=open(sys.argv[1],"rb").read(); b.decode("utf-8"); sys.exit(0 if b"\xef\xbf\xbd" in b else 1)' "$T/out" &&
   ok invalid_utf8_replaced_in_json
