@@ -710,6 +710,10 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
 
   RE2::Options opts;
   opts.set_log_errors(false);
+  // Logs are bytes, not UTF-8: in Latin-1 mode '.' and negated classes match any
+  // byte, so one invalid UTF-8 sequence cannot hide an error line. UTF-8
+  // literals in patterns still match themselves byte for byte.
+  opts.set_encoding(RE2::Options::EncodingLatin1);
   // Bounds each compiled program (~40k instructions); real rules use a few hundred.
   opts.set_max_mem(2 << 20);
   for (const LineRule* lr : rules) {
