@@ -124,7 +124,14 @@ int CmdExplain(const std::vector<std::string>& args) {
       std::cout << s.id.value << ": " << s.title << "\n";
       std::cout << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
       std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
-      std::cout << "  pattern:   " << s.pattern.value << "\n";
+      if (s.fields.empty()) std::cout << "  pattern:   " << s.pattern.value << "\n";
+      for (const auto& f : s.fields) {
+        std::cout << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '"
+                  << f.anchor.value << "'\n";
+      }
+      std::cout << "  prefilter:";
+      for (const auto& a : r->key_atoms) std::cout << " '" << a << "'";
+      std::cout << "\n";
       for (const auto& f : s.facts) {
         std::cout << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
                   << f.value.value << "\n";

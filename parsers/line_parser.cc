@@ -395,8 +395,8 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
 
   // pdsh "host: " in front of a known header.
   {
-    size_t colon = t.find(": ");
-    if (colon != std::string_view::npos && colon < 64 && LooksLikeHostToken(t.substr(0, colon))) {
+    size_t colon = t.substr(0, 66).find(": ");
+    if (colon != std::string_view::npos && LooksLikeHostToken(t.substr(0, colon))) {
       std::string_view tok = t.substr(0, colon);
       bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
       if (has_digit_or_dash && StartsLikeHeader(t.substr(colon + 2))) {
@@ -663,7 +663,9 @@ bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   line->level = level;
   std::string_view msg = s.substr(msg_start);
   // Two lines glued together: a second "host:pid:tid [dev] NCCL INFO|WARN" inside.
-  for (size_t k = Find(msg, " NCCL "); k != std::string_view::npos; k = Find(msg, " NCCL ", k + 1)) {
+  for (size_t n = Find(msg, "NCCL "); n != std::string_view::npos; n = Find(msg, "NCCL ", n + 1)) {
+    if (n == 0 || msg[n - 1] != ' ') continue;
+    size_t k = n - 1;
     std::string_view after = msg.substr(k + 6);
     if (!StartsWith(after, "INFO ") && !StartsWith(after, "WARN ")) continue;
     ParsedLine tmp;

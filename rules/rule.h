@@ -85,6 +85,14 @@ struct LineRule {
   Family family = Family::kOther;
   bool any_family = false;
   Located<std::string> pattern;
+  // Alternative to `pattern` for very frequent lines: each field is the
+  // whitespace-delimited token right after (or right before) a literal anchor.
+  struct Field {
+    std::string name;
+    Located<std::string> anchor;
+    bool before = false;  // token ending right before the anchor
+  };
+  std::vector<Field> fields;
   std::vector<FactAssign> facts;
   std::map<std::string, Located<std::string>> identity;
   std::vector<Lookup> lookups;

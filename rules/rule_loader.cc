@@ -1,5 +1,6 @@
 #include "rules/rule_loader.h"
 
+#include <re2/filtered_re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -72,7 +73,7 @@ int CompiledRule::CaptureIndex(std::string_view name) const {
   return -1;
 }
 
-RuleSet::RuleSet() : filter_(3) {}
+RuleSet::RuleSet() = default;
 RuleSet::~RuleSet() = default;
 
 int RuleSet::FindFact(std::string_view name) const {
@@ -83,6 +84,29 @@ int RuleSet::FindFact(std::string_view name) const {
 const CompiledRule* RuleSet::FindRule(std::string_view id) const {
   for (const auto& r : rules_) if (r.spec.id.value == id) return &r;
   return nullptr;
+}
+
+bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups) {
+  groups[0] = re2::StringPiece(text.data(), text.size());
+  for (size_t i = 0; i < r.spec.fields.size(); ++i) {
+    const LineRule::Field& f = r.spec.fields[i];
+    const std::string& a = f.anchor.value;
+    size_t pos = text.find(a);
+    if (pos == std::string_view::npos) return false;
+    size_t b, e;
+    if (f.before) {
+      e = pos;
+      b = text.find_last_of(" \t", e == 0 ? 0 : e - 1);
+      b = (b == std::string_view::npos || e == 0) ? 0 : b + 1;
+    } else {
+      b = pos + a.size();
+      e = text.find_first_of(" \t", b);
+      if (e == std::string_view::npos) e = text.size();
+    }
+    if (b >= e) return false;  // an anchor with no token next to it
+    groups[i + 1] = re2::StringPiece(text.data() + b, e - b);
+  }
+  return true;
 }
 
 const CompiledCorrelation* RuleSet::FindCorrelation(std::string_view id) const {
@@ -286,8 +310,8 @@ struct RuleLoader::Impl {
     bool have_pattern = false, have_family = false;
     ForEachKey(
         n, "rule",
-        {"id", "title", "category", "family", "pattern", "facts", "identity", "lookup", "subject", "finding",
-         "references", "examples"},
+        {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
+         "finding", "references", "examples"},
         [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
           if (key == "id") Scalar(v, "id", &r.id);
           else if (key == "title") Scalar(v, "title", &r.title);
@@ -303,6 +327,22 @@ struct RuleLoader::Impl {
             have_family = Scalar(v, "family", &r.family_name);
           } else if (key == "pattern") {
             have_pattern = Scalar(v, "pattern", &r.pattern);
+          } else if (key == "fields") {
+            have_pattern = true;
+            r.pattern.pos = Pos(v);
+            ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
+              LineRule::Field f;
+              f.name = name;
+              ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const YAML::Node&,
+                                                               const YAML::Node& x) {
+                Scalar(x, k, &f.anchor);
+                f.before = k == "before";
+              });
+              if (f.anchor.value.size() < 3) {
+                Error(Pos(fv), "E-BAD-VALUE", "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
+              }
+              r.fields.push_back(f);
+            });
           } else if (key == "facts") {
             ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
               FactAssign a;
@@ -364,7 +404,10 @@ struct RuleLoader::Impl {
       Error(Pos(n), "E-MISSING-KEY", "rule needs an 'id'");
       return;
     }
-    if (!have_pattern) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'pattern'");
+    if (!have_pattern) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'pattern' (or 'fields')");
+    if (!r.fields.empty() && !r.pattern.value.empty()) {
+      Error(r.pattern.pos, "E-BAD-VALUE", "rule " + r.id.value + " has both 'pattern' and 'fields'; use one");
+    }
     if (!have_family) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'family'");
     if (r.title.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'title'");
     if (r.category.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'category'");
@@ -728,10 +771,19 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       im.Error(r.family_name.pos, "E-BAD-VALUE", "unknown family '" + r.family_name.value + "'",
                "use one of: nccl, torch, elastic, any");
     }
-    // Compile once here for diagnostics; the FilteredRE2 keeps its own copy.
-    RE2 re(r.pattern.value, opts);
+    // Compile once here for diagnostics (pass 3 compiles the shared copy).
+    // A `fields` rule has no regex: its captures are the field names.
+    RE2 re(r.fields.empty() ? r.pattern.value : "x", opts);
     std::set<std::string> vars;
-    if (!re.ok()) {
+    if (!r.fields.empty()) {
+      cr.num_captures = static_cast<int>(r.fields.size());
+      cr.capture_names.assign(1, "");
+      for (const auto& f : r.fields) {
+        cr.capture_names.push_back(f.name);
+        vars.insert(f.name);
+      }
+      if (cr.num_captures > kMaxCaptures) im.Error(r.pattern.pos, "E-BAD-VALUE", "at most 15 fields");
+    } else if (!re.ok()) {
       vars.insert("*");  // captures unknown: do not report every template variable too
       bool too_big = re.error_code() == RE2::ErrorPatternTooLarge;
       im.Error(PatternPos(r.pattern, re.error_arg(), sources_), too_big ? "E-REGEX-TOO-BIG" : "E-BAD-REGEX",
@@ -874,26 +926,74 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     set->correlations_.push_back(std::move(cc));
   }
 
-  // ---- pass 3: compile the prefilter ----------------------------------------
+  // ---- pass 3: compile; choose each rule's key atom for the prefilter -------------
   bool errors_so_far = !im.diags.empty();
   if (!errors_so_far) {
-    for (auto& cr : set->rules_) {
+    std::map<std::string, int> atom_id;
+    for (size_t i = 0; i < set->rules_.size(); ++i) {
+      CompiledRule& cr = set->rules_[i];
+      if (!cr.spec.fields.empty()) {
+        // The longest anchor is required by construction.
+        std::string best;
+        for (const auto& f : cr.spec.fields) {
+          if (f.anchor.value.size() > best.size()) best = f.anchor.value;
+        }
+        cr.key_atoms = {best};
+        auto it = atom_id.find(best);
+        if (it == atom_id.end()) {
+          it = atom_id.emplace(best, set->matcher_.Add(best)).first;
+          set->atom_rules_.emplace_back();
+        }
+        set->atom_rules_[it->second].push_back(static_cast<int>(i));
+        continue;
+      }
+      cr.re = std::make_shared<RE2>(cr.spec.pattern.value, opts);
+      // FilteredRE2 on this rule alone: its atoms, and which ones are required.
+      re2::FilteredRE2 one(3);
       int id;
-      set->filter_.Add(cr.spec.pattern.value, opts, &id);
-      cr.re = &set->filter_.GetRE2(id);
+      one.Add(cr.spec.pattern.value, opts, &id);
+      std::vector<std::string> atoms;
+      one.Compile(&atoms);
+      std::vector<int> none, pots;
+      one.AllPotentials(none, &pots);
+      if (atoms.empty() || !pots.empty()) {
+        im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
+                 "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",
+                 "every line would run this regex; anchor it on a fixed word of the message");
+        continue;
+      }
+      // Key atoms: a smallest-effort hitting set — every match contains at least one
+      // of them. Greedily drop atoms, shortest (least selective) first, while the
+      // rule still cannot pass the prefilter without one of the remaining ones.
+      std::vector<size_t> order(atoms.size());
+      for (size_t a = 0; a < atoms.size(); ++a) order[a] = a;
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return atoms[x].size() != atoms[y].size() ? atoms[x].size() < atoms[y].size() : atoms[x] < atoms[y];
+      });
+      std::vector<bool> key(atoms.size(), true);
+      for (size_t a : order) {
+        key[a] = false;
+        std::vector<int> outside;
+        for (size_t b = 0; b < atoms.size(); ++b) {
+          if (!key[b]) outside.push_back(static_cast<int>(b));
+        }
+        pots.clear();
+        one.AllPotentials(outside, &pots);
+        if (!pots.empty()) key[a] = true;  // without it the rule could match unseen
+      }
+      for (size_t a = 0; a < atoms.size(); ++a) {
+        if (key[a]) cr.key_atoms.push_back(atoms[a]);
+      }
+      for (const auto& a : cr.key_atoms) {
+        auto it = atom_id.find(a);
+        if (it == atom_id.end()) {
+          it = atom_id.emplace(a, set->matcher_.Add(a)).first;
+          set->atom_rules_.emplace_back();
+        }
+        set->atom_rules_[it->second].push_back(static_cast<int>(i));
+      }
     }
-    std::vector<std::string> atoms;
-    if (!set->rules_.empty()) set->filter_.Compile(&atoms);
-    for (const auto& a : atoms) set->matcher_.Add(a);
     set->matcher_.Build();
-    std::vector<int> unfiltered;
-    if (!set->rules_.empty()) set->filter_.AllPotentials({}, &unfiltered);
-    for (int idx : unfiltered) {
-      const auto& r = set->rules_[idx].spec;
-      im.Error(r.pattern.pos, "E-RULE-NO-LITERAL",
-               "pattern of rule " + r.id.value + " has no literal of 3 or more characters to prefilter on",
-               "every line would run this regex; anchor it on a fixed word of the message");
-    }
   }
 
   // Embedded samples must agree with the compiled rule (through the whole path).

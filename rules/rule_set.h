@@ -1,18 +1,20 @@
 // RuleSet: the compiled, immutable rule set (pass 3 of the loader).
 //
-// Matching a line is: one Aho-Corasick pass over the line for the prefilter
-// atoms of every rule (LiteralMatcher), FilteredRE2 to turn present atoms into
-// candidate rules, then full RE2 with captures on candidates of the line's
-// family only. Lines without atoms cost one table walk and nothing else.
+// Matching a line is: one pass over the line for the key atoms of every rule
+// (LiteralMatcher), the rules keyed on the atoms found become candidates, then
+// full RE2 with captures runs on candidates of the line's family only. A key
+// atom is the longest literal that RE2's prefilter analysis (FilteredRE2) proves
+// every match contains, so one atom per rule suffices and ordinary lines touch
+// few or no candidates.
 //
 // Thread-safety: immutable after the loader builds it; Match() is const and may
 // be called from many threads, each with its own MatchScratch.
 #ifndef NCCLSCAN_RULES_RULE_SET_H_
 #define NCCLSCAN_RULES_RULE_SET_H_
 
-#include <re2/filtered_re2.h>
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,7 +49,8 @@ struct CompiledFact {
 
 struct CompiledRule {
   LineRule spec;
-  const RE2* re = nullptr;  // owned by the FilteredRE2
+  std::shared_ptr<const RE2> re;
+  std::vector<std::string> key_atoms;  // prefilter: one of these occurs in every match
   int num_captures = 0;
   std::vector<std::string> capture_names;  // [i] = name of group i (1-based; [0] empty)
   std::vector<CompiledFact> facts;
@@ -77,7 +80,8 @@ struct CompiledCorrelation {
 struct MatchScratch {
   std::vector<int> atoms;
   std::vector<uint8_t> seen;
-  std::vector<int> potentials;
+  std::vector<int> candidates;
+  std::vector<uint8_t> rule_seen;
   re2::StringPiece groups[kMaxCaptures + 1];
 };
 
@@ -101,28 +105,46 @@ class RuleSet {
     ms->atoms.clear();
     matcher_.FindAll(line.text, &ms->atoms, &ms->seen);
     if (ms->atoms.empty()) return;
-    ms->potentials.clear();
-    filter_.AllPotentials(ms->atoms, &ms->potentials);
-    for (int idx : ms->potentials) {
+    // Every rule has one required "key" atom (or, rarely, a set of which one
+    // must occur): rules whose key atoms are absent cannot match.
+    ms->candidates.clear();
+    ms->rule_seen.resize(rules_.size());
+    for (int a : ms->atoms) {
+      for (int idx : atom_rules_[a]) {
+        if (!ms->rule_seen[idx]) {
+          ms->rule_seen[idx] = 1;
+          ms->candidates.push_back(idx);
+        }
+      }
+    }
+    for (int idx : ms->candidates) ms->rule_seen[idx] = 0;
+    std::sort(ms->candidates.begin(), ms->candidates.end());
+    for (int idx : ms->candidates) {
       const CompiledRule& r = rules_[idx];
       if (!r.spec.any_family && r.spec.family != line.family) continue;
       re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic ||
                                 line.family == Family::kOther)
                                    ? re2::StringPiece(line.text.data(), line.text.size())
                                    : re2::StringPiece(line.message.data(), line.message.size());
-      if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) continue;
+      if (r.re) {
+        if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) continue;
+      } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
+        continue;
+      }
       on_match(idx, ms->groups, r.num_captures + 1);
     }
   }
 
  private:
   friend class RuleLoader;
+  // `fields` rules: every anchor must occur; groups[i] is the token next to anchor i.
+  static bool ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups);
   std::vector<FactSpec> facts_;
   std::map<std::string, int, std::less<>> fact_index_;
   std::vector<CompiledRule> rules_;  // index = FilteredRE2 regexp id
   std::vector<CompiledCorrelation> correlations_;
-  re2::FilteredRE2 filter_;
   LiteralMatcher matcher_;
+  std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
 };
 
 }  // namespace ncclscan
