@@ -52,7 +52,7 @@ TEST(RuleLoader, RejectsUnknownKey) {
             "t.yaml:12:5: error: unknown key 'titel' in rule [E-UNKNOWN-KEY]\n"
             "        titel: oops\n"
             "        ^\n"
-            "help: allowed keys: category, examples, facts, family, finding, id, identity, lookup, pattern, "
+            "help: allowed keys: category, examples, facts, family, fields, finding, id, identity, lookup, pattern, "
             "references, subject, title\n");
 }
 
