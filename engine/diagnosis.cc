@@ -9,13 +9,17 @@ namespace ncclscan {
 
 void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f) {
   std::set<int> ranks;
-  std::set<std::string> hosts, others;
+  std::set<std::string> hosts, others, files;
   for (int i : subjects) {
     const Subject& s = state.subjects()[i];
     if (s.rank >= 0) ranks.insert(s.rank);
-    else others.insert(s.label.empty() ? s.host : s.label);
+    else if (s.pid >= 0) others.insert(s.label);
+    else files.insert(s.label.empty() ? s.host : s.label);  // lines with no process or rank
     if (!s.host.empty()) hosts.insert(s.host);
   }
+  // A file name adds nothing next to known ranks (headerless continuation lines
+  // such as PyTorch's "Last error:" copy of an NCCL warning land there).
+  if (ranks.empty() && others.empty()) others = files;
   f->ranks.assign(ranks.begin(), ranks.end());
   f->hosts.assign(hosts.begin(), hosts.end());
   f->others.assign(others.begin(), others.end());

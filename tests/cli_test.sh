@@ -95,6 +95,26 @@ rules:
 EOF
 run rule_huge_regex 2 "$NS" rules --check "$T/bigre" && grep -q 'E-REGEX-TOO-BIG' "$T/err" && ok rule_regex_of_catastrophic_size
 
+# --- ncclscan test: a deliberately broken rule fails the corpus with a readable diff
+mkdir -p "$T/broken"
+cat >"$T/broken/x.yaml" <<'EOF'
+correlations:
+  - id: DIVERGENT-RANK
+    title: Divergent rank (broken on purpose, picks the most advanced rank)
+    category: desync
+    kind: extreme
+    fact: last_completed
+    select: max
+    require: timeout_seq
+    finding: {severity: critical, explanation: "rank {ranks}"}
+EOF
+case_dir="$ROOT/corpus/sim-divergent_rank-perrank-12r3h"
+run corpus_case_passes 0 "$NS" test "$case_dir" --color never && grep -q '^1 passed, 0 failed$' "$T/out" &&
+  ok corpus_case_passes
+run broken_rule_fails 1 "$NS" test "$case_dir" --rules "$T/broken" --color never &&
+  grep -q "^FAIL $case_dir" "$T/out" && grep -q 'primary: expected rule DIVERGENT-RANK, got WATCHDOG-SEQ-SPLIT' "$T/out" &&
+  grep -q '^    findings were:' "$T/out" && grep -q '^0 passed, 1 failed$' "$T/out" && ok broken_rule_fails_with_diff
+
 # --- bad-input matrix -------------------------------------------------------------
 head -c 20000 /dev/urandom >"$T/binary.bin"
 run binary 1 "$NS" --format json "$T/binary.bin" "$GOOD" && json_ok && ok binary_file
