@@ -406,7 +406,9 @@ Job BuildJob(const Options& opt) {
     if (opt.fault == Fault::kEnvMismatch) {
       if (h == job.bad_host) {
         hi.env.emplace_back("NCCL_PROTO", "Simple");
-      } else if (others_ll128) {
+      } else if (others_ll128 && job.m > 2) {
+        // With two hosts, two explicit values leave no odd one out: only a
+        // majority (or the unset default) makes the bad host decidable.
         hi.env.emplace_back("NCCL_PROTO", "LL128");
       }
     }

@@ -123,13 +123,20 @@ void Consensus(Ctx& x) {
   for (const auto& kv : values) {
     for (const auto& sv : kv.second) reporters.insert(sv.first);
   }
+  // Subjects that printed the population fact would have printed this one too:
+  // for them a missing key means the default ("(unset)").
+  if (x.c.population >= 0) {
+    for (int s : x.live) {
+      if (x.state.subjects()[s].Has(x.c.population)) reporters.insert(s);
+    }
+  }
   for (const auto& kv : values) {
     const std::string& key = kv.first;
     std::map<int, std::string> val;
     for (int s : reporters) {
       auto it = kv.second.find(s);
       if (it != kv.second.end()) val[s] = ValueOf(*it->second, spec);
-      else if (spec.keyed) val[s] = "(unset)";
+      else if (spec.keyed && !x.c.spec.ignore_unset) val[s] = "(unset)";
     }
     // Per host: each host's value is the majority of its subjects.
     std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
@@ -156,6 +163,7 @@ void Consensus(Ctx& x) {
     // Majority by number of hosts (over: host) or subjects.
     std::string majority;
     size_t best = 0;
+    bool tie = false;
     for (const auto& g : groups) {
       size_t n = g.second.size();
       if (x.c.spec.over == "host") {
@@ -166,9 +174,32 @@ void Consensus(Ctx& x) {
       if (n > best) {
         best = n;
         majority = g.first;
+        tie = false;
+      } else if (n == best) {
+        tie = true;
       }
     }
-    std::vector<int> outliers, majority_subjects = groups[majority];
+    // A tie is broken by the values the rule calls normal (a default, the fast
+    // transport); otherwise nobody is the odd one out and every subject is named.
+    if (tie && !x.c.spec.normal.empty()) {
+      std::vector<std::string> normal_tied;
+      for (const auto& g : groups) {
+        size_t n = g.second.size();
+        if (x.c.spec.over == "host") {
+          std::set<std::string> hs;
+          for (int s : g.second) hs.insert(x.state.subjects()[s].host);
+          n = hs.size();
+        }
+        bool is_normal = std::find(x.c.spec.normal.begin(), x.c.spec.normal.end(), g.first) != x.c.spec.normal.end();
+        if (n == best && is_normal) normal_tied.push_back(g.first);
+      }
+      if (normal_tied.size() == 1) {
+        majority = normal_tied[0];
+        tie = false;
+      }
+    }
+    std::vector<int> outliers, majority_subjects = tie ? std::vector<int>() : groups[majority];
+    if (tie) majority = "(no majority)";
     std::string outlier_values;
     std::vector<const FactValue*> ev;
     for (const auto& g : groups) {
@@ -344,7 +375,7 @@ void Extreme(Ctx& x) {
     for (const auto& bv : by_value) total += bv.second.size();
     if (total < 2) continue;
     std::vector<int> culprits = silent;
-    std::string value = silent.empty() ? "" : "nothing";
+    std::string value = silent.empty() ? "" : "no work (it reported none)";
     if (by_value.size() > 1) {
       auto& ext = x.c.spec.select == "max" ? by_value.rbegin()->second : by_value.begin()->second;
       const std::string& t = x.c.spec.select == "max" ? text.rbegin()->second : text.begin()->second;
@@ -402,6 +433,9 @@ void FirstInTime(Ctx& x) {
       if (second_best < 0 || h.second->seen.time < second_best) second_best = h.second->seen.time;
     }
     if (ties) return;  // no earliest
+    // Ranks that fail within a second of each other (a timeout firing everywhere)
+    // have no meaningful "first": clocks of different hosts disagree by more.
+    if (second_best - first.second->seen.time < 1.0) return;
     uncertainty = fmt::format("{:.3f} s before the next rank; timestamps come from different hosts whose clocks "
                               "may disagree by more than that",
                               second_best - first.second->seen.time);

@@ -3,6 +3,9 @@
 #include <simdjson.h>
 
 #include <array>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <cstring>
 
 #include "parsers/text_util.h"
@@ -79,14 +82,29 @@ ByteScan ScanBytes(std::string_view s) {
   }();
   ByteScan r;
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
   uint8_t all = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  auto one = [&](size_t i) {
     uint8_t k = kClass[p[i]];
-    if (!k) continue;
+    if (!k) return;
     all |= k;
     if ((k & 1) && i < 256) ++r.control;
-    if ((k & 16) && !r.ansi && i + 1 < s.size() && IsDigit(s[i + 1]) && AnsiLenAt(s, i)) r.ansi = true;
+    if ((k & 16) && !r.ansi && i + 1 < n && IsDigit(s[i + 1]) && AnsiLenAt(s, i)) r.ansi = true;
+  };
+  size_t i = 0;
+#ifdef __SSE2__
+  // Most lines have no control byte at all and only a few '[': skip 16 bytes at
+  // a time unless one of them is a control byte (<= 0x1f) or '['.
+  const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('[');
+  for (; i + 16 <= n; i += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x);
+    __m128i br = _mm_cmpeq_epi8(x, kBracket);
+    if (_mm_movemask_epi8(_mm_or_si128(ctl, br)) == 0) continue;
+    for (size_t k = i; k < i + 16; ++k) one(k);
   }
+#endif
+  for (; i < n; ++i) one(i);
   r.nul = all & 2;
   r.cr = all & 4;
   r.ansi |= (all & 8) != 0;

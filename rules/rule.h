@@ -126,6 +126,9 @@ struct CorrelationRule {
   Located<std::string> require;
   int min_reporters = 2;
   bool silent_is_behind = false;  // extreme: ranks that never reported count as behind
+  bool ignore_unset = false;      // consensus on a keyed fact: compare only subjects that have the key
+  std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
+  Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
   FindingSpec finding;
   std::vector<std::string> references;
   std::string source_file;

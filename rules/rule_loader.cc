@@ -425,7 +425,8 @@ struct RuleLoader::Impl {
     c.id.pos = Pos(n);
     ForEachKey(n, "correlation",
                {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
-                "absent", "select", "require", "min_reporters", "silent_is_behind", "finding", "references"},
+                "absent", "select", "require", "min_reporters", "silent_is_behind", "ignore_unset", "normal",
+                "population", "finding", "references"},
                [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                  std::string s;
                  if (key == "id") Scalar(v, "id", &c.id);
@@ -474,12 +475,17 @@ struct RuleLoader::Impl {
                      std::string t;
                      if (Scalar(x, "hosts_gt", &t)) c.job_hosts_gt = std::atoi(t.c_str());
                    });
-                 } else if (key == "silent_is_behind") {
+                 } else if (key == "silent_is_behind" || key == "ignore_unset") {
                    if (Scalar(v, key, &s)) {
                      if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
-                     c.silent_is_behind = s == "true";
+                     (key == "ignore_unset" ? c.ignore_unset : c.silent_is_behind) = s == "true";
                    }
-                 } else if (key == "present") Scalar(v, "present", &c.present);
+                 } else if (key == "normal") {
+                   std::vector<Located<std::string>> vals;
+                   StringList(v, "normal", &vals);
+                   for (auto& x : vals) c.normal.push_back(x.value);
+                 } else if (key == "population") Scalar(v, "population", &c.population);
+                 else if (key == "present") Scalar(v, "present", &c.present);
                  else if (key == "absent") Scalar(v, "absent", &c.absent);
                  else if (key == "select") {
                    if (Scalar(v, "select", &s)) {
@@ -897,6 +903,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     std::set<std::string> vars = {"ranks", "hosts", "count"};
     if (k == "consensus") {
       cc.fact = need_fact(c->fact, "fact", true);
+      cc.population = need_fact(c->population, "population", false);
       vars.insert({"value", "majority", "key", "majority_ranks", "majority_hosts"});
     } else if (k == "condition") {
       for (const auto& w : c->where) cc.where_facts.push_back(need_fact(w.fact, "fact", true));

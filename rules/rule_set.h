@@ -71,6 +71,7 @@ struct CompiledCorrelation {
   int present = -1;
   int absent = -1;
   int require = -1;
+  int population = -1;
   std::vector<int> where_facts;
   Template explanation;
   Template remediation;
@@ -103,7 +104,11 @@ class RuleSet {
   void Match(const ParsedLine& line, MatchScratch* ms, F&& on_match) const {
     if (line.binary) return;
     ms->atoms.clear();
-    matcher_.FindAll(line.text, &ms->atoms, &ms->seen);
+    // Key atoms are searched in the message of NCCL / c10 lines (their headers
+    // are a fifth of the bytes and carry no rule's literal); the loader's
+    // sample check guarantees no rule depends on a header literal.
+    bool headered = line.family == Family::kNccl || line.family == Family::kTorch;
+    matcher_.FindAll(headered ? line.message : line.text, &ms->atoms, &ms->seen);
     if (ms->atoms.empty()) return;
     // Every rule has one required "key" atom (or, rarely, a set of which one
     // must occur): rules whose key atoms are absent cannot match.
