@@ -330,11 +330,31 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(&subjects_[si], f_abort, {}, comm_id, ev, seen);
       }
     }
+    // A line may describe another process (a launcher's rank table): host + pid.
+    int target = si;
+    std::string id_host(render(r.identity[kIdHost], &b1));
+    std::string_view id_pid = render(r.identity[kIdPid], &b2);
+    int64_t pid_v;
+    if (!id_host.empty() && ConsumeInt(&id_pid, &pid_v)) target = ProcessSubject(id_host, pid_v);
     std::string_view addr = render(r.identity[kIdAddress], &b1);
-    if (!addr.empty() && !subjects_[si].host.empty()) address_owner_[std::string(addr)] = subjects_[si].host;
+    if (!addr.empty() && !subjects_[target].host.empty()) {
+      address_owner_[std::string(addr)] = subjects_[target].host;
+      if (subject_address_.size() <= static_cast<size_t>(target)) subject_address_.resize(target + 1);
+      if (subject_address_[target].empty()) subject_address_[target] = std::string(addr);
+    }
     std::string_view gr = render(r.identity[kIdGlobalRank], &b1);
     int64_t g;
-    if (!gr.empty() && ConsumeInt(&gr, &g) && g < (1 << 24)) subject_global_rank_[si] = static_cast<int>(g);
+    if (!gr.empty() && ConsumeInt(&gr, &g) && g < (1 << 24)) {
+      auto it = subject_global_rank_.find(target);
+      if (it == subject_global_rank_.end()) {
+        subject_global_rank_[target] = static_cast<int>(g);
+      } else if (it->second != g) {
+        identity_conflicts_.push_back(subjects_[target].host + ":" + std::to_string(subjects_[target].pid) +
+                                      " is named rank " + std::to_string(it->second) + " and rank " +
+                                      std::to_string(g) + " (one process driving several GPUs?); using " +
+                                      std::to_string(it->second));
+      }
+    }
   }
 
   for (const CompiledFact& cf : r.facts) {
@@ -418,6 +438,24 @@ void JobState::MergeSubject(int from, int into) {
 }
 
 void JobState::Finalize() {
+  // 0. Two machines can share a host name (default images: "ubuntu"); when the
+  // processes of one name bootstrap from different addresses, keep them apart.
+  std::map<std::string, std::set<std::string>> addrs_of_host;
+  for (size_t i = 0; i < subjects_.size() && i < subject_address_.size(); ++i) {
+    if (!subject_address_[i].empty() && !subjects_[i].host.empty()) {
+      addrs_of_host[subjects_[i].host].insert(subject_address_[i]);
+    }
+  }
+  for (size_t i = 0; i < subjects_.size() && i < subject_address_.size(); ++i) {
+    Subject& s = subjects_[i];
+    if (!subject_address_[i].empty() && addrs_of_host[s.host].size() > 1) {
+      s.host += "[" + subject_address_[i] + "]";
+    }
+  }
+  for (auto& kv : address_owner_) {
+    if (addrs_of_host[kv.second].size() > 1) kv.second += "[" + kv.first + "]";
+  }
+
   // 1. Resolve the global rank of every process subject.
   for (size_t i = 0; i < subjects_.size(); ++i) {
     Subject& s = subjects_[i];

@@ -176,6 +176,7 @@ class JobState {
   std::map<std::string, LineFindingAcc> line_findings_;     // by rule id + group
   std::vector<int> previous_subject_;                       // per file: last capture subject
   int last_process_ = -1;                                   // cache for ProcessSubject
+  std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
   Counters counters_;
 };

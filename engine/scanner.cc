@@ -211,6 +211,11 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
   uint32_t index = 0;
   std::string_view last_host;
   int64_t last_pid = -1;
+  // PyTorch messages span several physical lines (wrapped text, "Last error:",
+  // what() copies); continuation lines have no header and inherit the rank of
+  // the last c10 line before them.
+  int carry_rank = -1, carry_pg_rank = -1;
+  std::string_view carry_pg;
   while (p < end) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
     const char* le = nl ? nl : end;
@@ -235,6 +240,16 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
         if (pl.local_rank_hint < 0) pl.local_rank_hint = first.local_rank_hint;
         if (pl.host_hint.empty()) pl.host_hint = first.host_hint;
         if (pl.time < 0) pl.time = first.time;
+      }
+      if (pl.severity != 0 || pl.family == Family::kNccl ||
+          (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
+        carry_rank = pl.rank_hint;
+        carry_pg_rank = pl.family == Family::kTorch ? pl.pg_rank : -1;
+        carry_pg = pl.pg_id;
+      } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
+        pl.rank_hint = carry_rank;
+        pl.pg_rank = carry_pg_rank;
+        pl.pg_id = carry_pg;
       }
       if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
         last_host = pl.host;

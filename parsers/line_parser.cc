@@ -844,6 +844,7 @@ Family ClassifyHeaderless(std::string_view t) {
     return Family::kElastic;
   }
   if (Contains(t, "NCCL") || Contains(t, "ProcessGroup") || Contains(t, "DistBackendError") ||
+      Contains(t, "what():") || Contains(t, "[PG ") || Contains(t, "Process group") ||
       Contains(t, "Watchdog") || Contains(t, "c10d") || Contains(t, "torch.distributed") ||
       Contains(t, "CUDA out of memory") || Contains(t, "WorkNCCL")) {
     return Family::kTorch;
@@ -860,6 +861,13 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
   if (ParseTorchHeader(out)) return;
   out->family = ClassifyHeaderless(out->text);
   out->message = out->text;
+  if (out->family == Family::kTorch) {
+    // "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog …": the
+    // process-group prefix after other prefixes still names the rank.
+    size_t k = Find(out->text, "[PG ");
+    if (k == std::string_view::npos) k = Find(out->text, "[Rank ");
+    if (k != std::string_view::npos) ParsePgPrefix(out->text.substr(k), out);
+  }
   // A traceback line "[rank3]: torch.distributed.DistBackendError: …" has its hint already.
 }
 

@@ -62,7 +62,8 @@ bool ParseMergeMode(const std::string& s, MergeMode* out) {
 }
 
 const char* IdentitySlotName(int slot) {
-  static const char* kNames[kNumIdSlots] = {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank"};
+  static const char* kNames[kNumIdSlots] = {"comm",    "comm_id",     "rank", "nranks", "event",
+                                            "address", "global_rank", "host", "pid"};
   return kNames[slot];
 }
 
@@ -359,7 +360,8 @@ struct RuleLoader::Impl {
               if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
             });
           } else if (key == "identity") {
-            ForEachKey(v, "identity", {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank"},
+            ForEachKey(v, "identity",
+                       {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid"},
                        [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
                          Located<std::string> l;
                          if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;

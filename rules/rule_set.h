@@ -31,7 +31,9 @@ namespace ncclscan {
 inline constexpr int kMaxCaptures = 15;
 
 // Identity slots a rule may fill (see docs/rules.md "Identity").
-enum IdentitySlot { kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kNumIdSlots };
+enum IdentitySlot {
+  kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kIdHost, kIdPid, kNumIdSlots
+};
 const char* IdentitySlotName(int slot);
 
 struct CompiledLookup {
