@@ -222,7 +222,6 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
     std::string_view raw(p, le - p);
     p = nl ? nl + 1 : end;
     c->counters.lines++;
-    if (std::memchr(raw.data(), '\0', raw.size())) c->counters.nul_lines++;
     std::string_view rest = raw;
     ParsedLine first;
     for (int piece = 0; piece < 8 && !rest.empty(); ++piece) {
@@ -232,6 +231,7 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
       if (piece == 0) {
         first = pl;
         if (pl.binary) c->counters.binary_lines++;
+        if (pl.had_nul) c->counters.nul_lines++;
         c->counters.family_lines[static_cast<int>(pl.family)]++;
       } else {
         c->counters.glued_lines++;

@@ -44,6 +44,7 @@ struct ParsedLine {
   std::string_view pg_id;
 
   bool binary = false;  // mostly control bytes: counted, not matched
+  bool had_nul = false; // NUL bytes were dropped from the line
 };
 
 }  // namespace ncclscan

@@ -1,6 +1,7 @@
 #include "parsers/text_util.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace ncclscan {
 
@@ -16,6 +17,24 @@ bool ConsumeInt(std::string_view* s, int64_t* out) {
   *out = v;
   s->remove_prefix(i);
   return true;
+}
+
+size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
+  if (lit.empty()) return from <= s.size() ? from : std::string_view::npos;
+  if (from > s.size() || lit.size() > s.size() - from) return std::string_view::npos;
+  size_t piv = 0;
+  while (piv + 1 < lit.size() && (lit[piv] == ' ' || lit[piv] == '\t')) ++piv;
+  const char* base = s.data();
+  const char* p = base + from + piv;
+  const char* last = base + s.size() - lit.size() + piv;  // last possible pivot position
+  while (p <= last) {
+    p = static_cast<const char*>(std::memchr(p, lit[piv], last - p + 1));
+    if (!p) return std::string_view::npos;
+    const char* start = p - piv;
+    if (std::memcmp(start, lit.data(), lit.size()) == 0) return start - base;
+    ++p;
+  }
+  return std::string_view::npos;
 }
 
 bool ConsumePrefix(std::string_view* s, std::string_view p) {

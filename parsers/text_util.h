@@ -20,6 +20,10 @@ inline bool EndsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
+// Finds `lit` in `s` at or after `from` (npos if absent). memchr pivots on the
+// first non-blank byte of lit: pivoting on a leading space would stop at every word.
+size_t FindLiteral(std::string_view s, std::string_view lit, size_t from = 0);
+
 // Parses a run of decimal digits at the front of *s (consuming it). Returns false
 // if there is none or it overflows int64.
 bool ConsumeInt(std::string_view* s, int64_t* out);

@@ -12,6 +12,7 @@ uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 // (and merges a few punctuation pairs, which only adds verified candidates).
 uint32_t Window(const unsigned char* p) { return (p[0] | p[1] << 8 | p[2] << 16) | 0x202020u; }
 
+
 bool EqualsFolded(const unsigned char* text, const std::string& atom) {
   for (size_t k = 0; k < atom.size(); ++k) {
     if (Lower(text[k]) != static_cast<uint8_t>(atom[k])) return false;
@@ -58,23 +59,35 @@ void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   const uint64_t* bits = bits_.data();
-  if (n >= 3) {
-    for (size_t i = 0; i + 3 <= n; ++i) {
-      uint32_t h = Hash(Window(p + i));
-      if (!((bits[h >> 6] >> (h & 63)) & 1)) continue;
-      for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
-        int id = bucket_atoms_[k];
-        const std::string& a = atoms_[id];
-        if ((*seen)[id] || a.size() > n - i || !EqualsFolded(p + i, a)) continue;
-        (*seen)[id] = 1;
-        ids->push_back(id);
-      }
+  auto verify = [&](size_t at, uint32_t h) {
+    for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
+      int id = bucket_atoms_[k];
+      const std::string& a = atoms_[id];
+      if ((*seen)[id] || a.size() > n - at || !EqualsFolded(p + at, a)) continue;
+      (*seen)[id] = 1;
+      ids->push_back(id);
     }
+  };
+  size_t i = 0;
+  // Six windows per 8-byte load: the loop is bound by the hash and bit test,
+  // not by byte loads.
+  for (; i + 8 <= n; i += 6) {
+    uint64_t x;
+    std::memcpy(&x, p + i, 8);
+    x |= 0x2020202020202020ull;
+    for (int j = 0; j < 6; ++j) {
+      uint32_t h = Hash(static_cast<uint32_t>(x >> (8 * j)) & 0xFFFFFFu);
+      if ((bits[h >> 6] >> (h & 63)) & 1) verify(i + j, h);
+    }
+  }
+  for (; i + 3 <= n; ++i) {
+    uint32_t h = Hash(Window(p + i));
+    if ((bits[h >> 6] >> (h & 63)) & 1) verify(i, h);
   }
   for (int id : short_atoms_) {
     const std::string& a = atoms_[id];
-    for (size_t i = 0; i + a.size() <= n; ++i) {
-      if (EqualsFolded(p + i, a)) {
+    for (size_t k = 0; k + a.size() <= n; ++k) {
+      if (EqualsFolded(p + k, a)) {
         (*seen)[id] = 1;
         ids->push_back(id);
         break;

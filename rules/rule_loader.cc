@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "parsers/line_parser.h"
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -92,7 +93,7 @@ bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::S
   for (size_t i = 0; i < r.spec.fields.size(); ++i) {
     const LineRule::Field& f = r.spec.fields[i];
     const std::string& a = f.anchor.value;
-    size_t pos = text.find(a);
+    size_t pos = FindLiteral(text, a);
     if (pos == std::string_view::npos) return false;
     size_t b, e;
     if (f.before) {
