@@ -1,5 +1,6 @@
 #include "rules/literal_matcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ncclscan {
@@ -10,8 +11,10 @@ uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 // The same folding is applied to atoms and text: OR 0x20 lower-cases letters
 // (and merges a few punctuation pairs, which only adds verified candidates).
-uint32_t Window(const unsigned char* p) { return (p[0] | p[1] << 8 | p[2] << 16) | 0x202020u; }
-
+uint32_t BlockHash(const unsigned char* p) {
+  uint32_t w = (p[0] | p[1] << 8 | p[2] << 16) | 0x202020u;
+  return (w * 0x9E3779B1u) >> 16;
+}
 
 bool EqualsFolded(const unsigned char* text, const std::string& atom) {
   for (size_t k = 0; k < atom.size(); ++k) {
@@ -30,18 +33,26 @@ int LiteralMatcher::Add(std::string_view atom) {
 }
 
 void LiteralMatcher::Build() {
-  bits_.assign(65536 / 64, 0);
-  std::vector<std::vector<int>> buckets(65536);
-  short_atoms_.clear();
+  tiny_atoms_.clear();
+  m_ = 0;
   for (size_t i = 0; i < atoms_.size(); ++i) {
-    const std::string& a = atoms_[i];
-    if (a.size() < 3) {
-      short_atoms_.push_back(static_cast<int>(i));
-      continue;
+    size_t n = atoms_[i].size();
+    if (n < kBlock) tiny_atoms_.push_back(static_cast<int>(i));
+    else if (m_ == 0 || n < m_) m_ = n;
+  }
+  m_ = std::min<size_t>(m_, 255);
+  const uint8_t def = static_cast<uint8_t>(m_ >= kBlock ? m_ - kBlock + 1 : 1);
+  shift_.assign(65536, def);
+  std::vector<std::vector<int>> buckets(65536);
+  for (size_t i = 0; i < atoms_.size(); ++i) {
+    const auto* a = reinterpret_cast<const unsigned char*>(atoms_[i].data());
+    if (atoms_[i].size() < kBlock) continue;
+    // Blocks of the atom's m-byte prefix; the last one has shift 0.
+    for (size_t q = kBlock - 1; q < m_; ++q) {
+      uint32_t h = BlockHash(a + q - (kBlock - 1));
+      shift_[h] = std::min<uint8_t>(shift_[h], static_cast<uint8_t>(m_ - 1 - q));
     }
-    uint32_t h = Hash(Window(reinterpret_cast<const unsigned char*>(a.data())));
-    bits_[h >> 6] |= uint64_t{1} << (h & 63);
-    buckets[h].push_back(static_cast<int>(i));
+    buckets[BlockHash(a + m_ - kBlock)].push_back(static_cast<int>(i));
   }
   bucket_begin_.assign(65537, 0);
   bucket_atoms_.clear();
@@ -58,33 +69,28 @@ void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::
   const size_t first_new = ids->size();
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
-  const uint64_t* bits = bits_.data();
-  auto verify = [&](size_t at, uint32_t h) {
-    for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
-      int id = bucket_atoms_[k];
-      const std::string& a = atoms_[id];
-      if ((*seen)[id] || a.size() > n - at || !EqualsFolded(p + at, a)) continue;
-      (*seen)[id] = 1;
-      ids->push_back(id);
-    }
-  };
-  size_t i = 0;
-  // Six windows per 8-byte load: the loop is bound by the hash and bit test,
-  // not by byte loads.
-  for (; i + 8 <= n; i += 6) {
-    uint64_t x;
-    std::memcpy(&x, p + i, 8);
-    x |= 0x2020202020202020ull;
-    for (int j = 0; j < 6; ++j) {
-      uint32_t h = Hash(static_cast<uint32_t>(x >> (8 * j)) & 0xFFFFFFu);
-      if ((bits[h >> 6] >> (h & 63)) & 1) verify(i + j, h);
+  if (m_ >= kBlock && n >= m_) {
+    const uint8_t* shift = shift_.data();
+    size_t pos = m_ - 1;  // last byte of the window
+    while (pos < n) {
+      uint32_t h = BlockHash(p + pos - (kBlock - 1));
+      uint8_t s = shift[h];
+      if (s) {
+        pos += s;
+        continue;
+      }
+      const size_t start = pos + 1 - m_;
+      for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
+        int id = bucket_atoms_[k];
+        const std::string& a = atoms_[id];
+        if ((*seen)[id] || a.size() > n - start || !EqualsFolded(p + start, a)) continue;
+        (*seen)[id] = 1;
+        ids->push_back(id);
+      }
+      ++pos;
     }
   }
-  for (; i + 3 <= n; ++i) {
-    uint32_t h = Hash(Window(p + i));
-    if ((bits[h >> 6] >> (h & 63)) & 1) verify(i, h);
-  }
-  for (int id : short_atoms_) {
+  for (int id : tiny_atoms_) {
     const std::string& a = atoms_[id];
     for (size_t k = 0; k + a.size() <= n; ++k) {
       if (EqualsFolded(p + k, a)) {

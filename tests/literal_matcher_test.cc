@@ -1,0 +1,72 @@
+#include "rules/literal_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace ncclscan {
+namespace {
+
+std::vector<int> Naive(const std::vector<std::string>& atoms, const std::string& text) {
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<int> out;
+  for (size_t i = 0; i < atoms.size(); ++i) {
+    if (lower.find(atoms[i]) != std::string::npos) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::vector<int> Fast(const LiteralMatcher& m, const std::string& text) {
+  std::vector<int> ids;
+  std::vector<uint8_t> seen;
+  m.FindAll(text, &ids, &seen);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+TEST(LiteralMatcher, FindsAtomsCaseInsensitively) {
+  std::vector<std::string> atoms = {"using network ", ": opcount ", "nccl warn", "gdrdma", "cuda failure '"};
+  LiteralMatcher m;
+  for (const auto& a : atoms) m.Add(a);
+  m.Build();
+  EXPECT_EQ(Fast(m, "n1:1:1 [0] NCCL INFO Using network IB"), (std::vector<int>{0}));
+  EXPECT_EQ(Fast(m, "AllReduce: opCount 2f sendbuff"), (std::vector<int>{1}));
+  EXPECT_EQ(Fast(m, "via NET/IB/0/GDRDMA"), (std::vector<int>{3}));
+  EXPECT_EQ(Fast(m, "GDRDMA at the start and Cuda failure 'x' at the end"), (std::vector<int>{3, 4}));
+  EXPECT_EQ(Fast(m, "nothing here"), (std::vector<int>{}));
+  EXPECT_EQ(Fast(m, ""), (std::vector<int>{}));
+}
+
+// Property test: on random text built from atom fragments, the shift-table
+// search agrees with a naive search (every atom length, every position).
+TEST(LiteralMatcher, AgreesWithNaiveSearch) {
+  std::mt19937 rng(42);
+  const std::string alphabet = "abcAB :[]0x-";
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> atoms;
+    int na = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < na; ++i) {
+      std::string a;
+      int len = 1 + static_cast<int>(rng() % 9);
+      for (int k = 0; k < len; ++k) a += static_cast<char>(std::tolower(alphabet[rng() % alphabet.size()]));
+      atoms.push_back(a);
+    }
+    LiteralMatcher m;
+    for (const auto& a : atoms) m.Add(a);
+    m.Build();
+    for (int t = 0; t < 20; ++t) {
+      std::string text;
+      int len = static_cast<int>(rng() % 60);
+      while (static_cast<int>(text.size()) < len) {
+        if (rng() % 3 == 0) text += atoms[rng() % atoms.size()];
+        else text += alphabet[rng() % alphabet.size()];
+      }
+      ASSERT_EQ(Fast(m, text), Naive(atoms, text)) << "text '" << text << "'";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ncclscan
