@@ -189,6 +189,19 @@ bool StripGrepContext(std::string_view* s, ParsedLine* out) {
   return false;
 }
 
+// "host:pid:tid " at the very start (host without blanks, '/' or ':').
+bool StartsWithNcclProcess(std::string_view s) {
+  size_t i = 0, n = std::min<size_t>(s.size(), 96);
+  while (i < n && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
+  if (i == 0 || i >= n || s[i] != ':') return false;
+  for (int part = 0; part < 2; ++part) {
+    size_t d = ++i;
+    while (i < n && IsDigit(s[i])) ++i;
+    if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
+  }
+  return true;
+}
+
 // One wrapper layer at the front of *s. Returns true if something was removed.
 bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
@@ -479,6 +492,8 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
   if (scan.ansi) s = StripAnsi(s, arena);
 
   for (int layer = 0; layer < 12; ++layer) {
+    // Fast path: a bare NCCL line ("host:pid:tid ...") carries no outer wrapper.
+    if (StartsWithNcclProcess(s)) break;
     if (!s.empty() && s[0] == '{' && Contains(s.substr(0, 16), "\"log\"")) {
       ParsedLine tmp = *out;
       if (UnwrapDockerJson(s, arena, &tmp)) {
