@@ -161,16 +161,17 @@ void Consensus(Ctx& x) {
     }
     if (groups.size() < 2) continue;
     // Majority by number of hosts (over: host) or subjects.
+    auto weight = [&](const std::vector<int>& members) {
+      if (x.c.spec.over != "host") return members.size();
+      std::set<std::string> hs;
+      for (int s : members) hs.insert(x.state.subjects()[s].host);
+      return hs.size();
+    };
     std::string majority;
     size_t best = 0;
     bool tie = false;
     for (const auto& g : groups) {
-      size_t n = g.second.size();
-      if (x.c.spec.over == "host") {
-        std::set<std::string> hs;
-        for (int s : g.second) hs.insert(x.state.subjects()[s].host);
-        n = hs.size();
-      }
+      size_t n = weight(g.second);
       if (n > best) {
         best = n;
         majority = g.first;
@@ -184,12 +185,7 @@ void Consensus(Ctx& x) {
     if (tie && !x.c.spec.normal.empty()) {
       std::vector<std::string> normal_tied;
       for (const auto& g : groups) {
-        size_t n = g.second.size();
-        if (x.c.spec.over == "host") {
-          std::set<std::string> hs;
-          for (int s : g.second) hs.insert(x.state.subjects()[s].host);
-          n = hs.size();
-        }
+        size_t n = weight(g.second);
         bool is_normal = std::find(x.c.spec.normal.begin(), x.c.spec.normal.end(), g.first) != x.c.spec.normal.end();
         if (n == best && is_normal) normal_tied.push_back(g.first);
       }
