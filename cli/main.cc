@@ -249,6 +249,11 @@ int CmdScan(int argc, char** argv) {
     Error("--jobs must be 0 or more");
     return kExitError;
   }
+  if (paths.empty() && isatty(0)) {
+    // Like grep: reading a terminal would just wait; say what to do instead.
+    Error("no input: give log files or directories, or pipe logs on standard input (see --help)");
+    return kExitError;
+  }
   auto rules = Rules(rule_dirs);
   if (!rules) return kExitError;
   ScanOptions opts;
