@@ -1,0 +1,417 @@
+#include "parsers/wrappers.h"
+
+#include <array>
+#include <cstring>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+size_t Find(std::string_view s, std::string_view needle, size_t from = 0) { return FindLiteral(s, needle, from); }
+
+
+
+// ANSI SGR sequences, with or without the ESC byte ("\x1b[36m" or a stray "[0m").
+size_t AnsiLenAt(std::string_view s, size_t i) {
+  size_t j = i;
+  if (s[j] == '\x1b') ++j;
+  if (j >= s.size() || s[j] != '[') return 0;
+  ++j;
+  size_t digits = 0;
+  while (j < s.size() && (IsDigit(s[j]) || s[j] == ';')) { ++j; ++digits; }
+  if (j >= s.size() || (s[j] != 'm' && !(s[i] == '\x1b' && (s[j] == 'K' || s[j] == 'A')))) return 0;
+  if (s[i] != '\x1b' && (digits == 0 || digits > 8)) return 0;  // "[m" alone is too ambiguous
+  return j + 1 - i;
+}
+
+
+}  // namespace
+
+ByteScan ScanBytes(std::string_view s) {
+  // 1 = control byte, 2 = NUL, 4 = CR, 8 = ESC, 16 = '['
+  static const auto kClass = [] {
+    std::array<uint8_t, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = 1;
+    t['\t'] = 0;
+    t[0] = 1 | 2;
+    t['\r'] = 1 | 4;
+    t[0x1b] = 8;
+    t['['] = 16;
+    return t;
+  }();
+  ByteScan r;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  uint8_t all = 0;
+  auto one = [&](size_t i) {
+    uint8_t k = kClass[p[i]];
+    if (!k) return;
+    all |= k;
+    if ((k & 1) && i < 256) ++r.control;
+    if ((k & 16) && !r.ansi && i + 1 < n && IsDigit(s[i + 1]) && AnsiLenAt(s, i)) r.ansi = true;
+  };
+  size_t i = 0;
+#ifdef __SSE2__
+  // Most lines have no control byte at all and only a few '[': skip 16 bytes at
+  // a time unless one of them is a control byte (<= 0x1f) or '['.
+  const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('[');
+  for (; i + 16 <= n; i += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x);
+    __m128i br = _mm_cmpeq_epi8(x, kBracket);
+    if (_mm_movemask_epi8(_mm_or_si128(ctl, br)) == 0) continue;
+    for (size_t k = i; k < i + 16; ++k) one(k);
+  }
+#endif
+  for (; i < n; ++i) one(i);
+  r.nul = all & 2;
+  r.cr = all & 4;
+  r.ansi |= (all & 8) != 0;
+  return r;
+}
+
+
+std::string_view StripAnsi(std::string_view s, Arena* arena) {
+  char* out = arena->Allocate(s.size());
+  size_t n = 0;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == '\x1b' || s[i] == '[') {
+      size_t len = AnsiLenAt(s, i);
+      if (len) { i += len; continue; }
+    }
+    if (s[i] != '\x1b') out[n++] = s[i];
+    ++i;
+  }
+  return std::string_view(out, n);
+}
+
+namespace {
+
+bool LooksLikeHostToken(std::string_view t) {
+  if (t.empty() || t.size() > 64) return false;
+  bool alpha = false;
+  for (char c : t) {
+    if (IsAlpha(c)) alpha = true;
+    else if (!IsDigit(c) && c != '-' && c != '.' && c != '_') return false;
+  }
+  return alpha;
+}
+
+// Does `s` start like an inner header we know (so a preceding "x: " is a wrapper)?
+bool StartsLikeHeader(std::string_view s) {
+  if (StartsWith(s, "[rank") || StartsWith(s, "NCCL ") || StartsWith(s, "[default")) return true;
+  if (s.size() > 2 && s[0] == '[' && std::strchr("FEWIV", s[1]) && (s[2] == ' ' || IsDigit(s[2]))) return true;
+  // host:pid:tid
+  size_t sp = s.find(' ');
+  std::string_view tok = s.substr(0, sp);
+  size_t c2 = tok.rfind(':');
+  if (c2 == std::string_view::npos || c2 == 0) return false;
+  size_t c1 = tok.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos) return false;
+  std::string_view pid = tok.substr(c1 + 1, c2 - c1 - 1), tid = tok.substr(c2 + 1);
+  if (pid.empty() || tid.empty()) return false;
+  for (char c : pid) if (!IsDigit(c)) return false;
+  for (char c : tid) if (!IsDigit(c)) return false;
+  return true;
+}
+
+bool HasLogExtension(std::string_view base) {
+  // Rotated and compressed names keep the extension before ".1" / ".gz".
+  for (int strip = 0; strip < 2; ++strip) {
+    size_t dot = base.rfind('.');
+    if (dot == std::string_view::npos) return false;
+    std::string_view ext = base.substr(dot);
+    static const char* kExt[] = {".log", ".txt", ".out", ".err", ".stdout", ".stderr"};
+    for (const char* e : kExt) {
+      if (ext == e) return true;
+    }
+    bool digits = ext.size() > 1;
+    for (size_t i = 1; i < ext.size(); ++i) digits &= IsDigit(ext[i]);
+    if (!(digits || ext == ".gz" || ext == ".zst")) return false;
+    base = base.substr(0, dot);
+  }
+  return false;
+}
+
+bool IsFileLikeToken(std::string_view t) {
+  if (t.empty() || t.size() > 512) return false;
+  for (char c : t) {
+    if (c == ' ' || c == '\t' || c == '[' || c == '<' || c == '(') return false;
+  }
+  if (t.find('/') != std::string_view::npos) return true;
+  return HasLogExtension(t);
+}
+
+// grep context lines "path-123-": the longest file-like prefix followed by -digits-.
+bool StripGrepContext(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  size_t sp = t.find_first_of(" \t");
+  std::string_view head = t.substr(0, sp);
+  for (size_t k = head.find('-'); k != std::string_view::npos; k = head.find('-', k + 1)) {
+    std::string_view left = head.substr(0, k);
+    if (left.find(':') != std::string_view::npos) break;
+    std::string_view v = t.substr(k + 1);
+    int64_t n;
+    if (!ConsumeInt(&v, &n) || !ConsumePrefix(&v, "-")) continue;
+    if (!IsFileLikeToken(left)) continue;
+    out->src_file = left;
+    out->src_line = n;
+    *s = v;
+    return true;
+  }
+  return false;
+}
+
+// "host:pid:tid " at the very start (host without blanks, '/' or ':').
+}  // namespace
+
+bool StartsWithNcclProcess(std::string_view s) {
+  size_t i = 0, n = std::min<size_t>(s.size(), 96);
+  while (i < n && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
+  if (i == 0 || i >= n || s[i] != ':') return false;
+  for (int part = 0; part < 2; ++part) {
+    size_t d = ++i;
+    while (i < n && IsDigit(s[i])) ++i;
+    if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// One wrapper layer at the front of *s. Returns true if something was removed.
+}  // namespace
+
+bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  if (t.empty()) return false;
+
+  // Markdown quoting.
+  if (StartsWith(t, "> ")) { s->remove_prefix(2); return true; }
+
+  // ISO timestamps (shippers, kubectl --timestamps, CRI files "… stdout F ").
+  if (t.size() >= 19 && IsDigit(t[0]) && t[4] == '-') {
+    std::string_view u = t;
+    double ts = ConsumeIsoTimestamp(&u);
+    if (ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']')) {
+      while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
+      if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
+        if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {}
+      }
+      if (out->time < 0) out->time = ts;
+      *s = u;
+      return true;
+    }
+  }
+
+  // Kaggle "<secs>s\t<lineno>\t".
+  if (IsDigit(t[0])) {
+    size_t i = 0;
+    while (i < t.size() && (IsDigit(t[i]) || t[i] == '.')) ++i;
+    if (i < t.size() && t[i] == 's' && i + 1 < t.size() && t[i + 1] == '\t') {
+      size_t j = i + 2;
+      while (j < t.size() && IsDigit(t[j])) ++j;
+      if (j < t.size() && t[j] == '\t' && j > i + 2) { s->remove_prefix(j + 1); return true; }
+    }
+  }
+
+  // srun --label: right-aligned task id; het jobs "P0 3: ".
+  {
+    size_t i = 0;
+    if (t[0] == 'P' && t.size() > 2 && IsDigit(t[1])) {
+      i = 1;
+      while (i < t.size() && IsDigit(t[i])) ++i;
+      if (i >= t.size() || t[i] != ' ') i = 0;
+    }
+    while (i < t.size() && t[i] == ' ') ++i;
+    size_t d = i;
+    while (i < t.size() && IsDigit(t[i])) ++i;
+    if (i > d && i - d <= 6 && i + 1 < t.size() && t[i] == ':' && t[i + 1] == ' ') {
+      std::string_view num = t.substr(d, i - d);
+      int64_t v;
+      if (ConsumeInt(&num, &v) && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
+      s->remove_prefix(i + 2);
+      return true;
+    }
+  }
+
+  if (t[0] == '[') {
+    // MPI --tag-output "[1,3]<stdout>:", SageMaker "[1,mpirank:0,algo-1]<stdout>:", Horovod "[3]<stdout>:".
+    size_t close = t.find(']');
+    if (close != std::string_view::npos && close < 64) {
+      std::string_view inner = t.substr(1, close - 1);
+      std::string_view after = t.substr(close + 1);
+      if (StartsWith(after, "<stdout>:") || StartsWith(after, "<stderr>:") || StartsWith(after, "<stddiag>:")) {
+        size_t comma = inner.find(',');
+        std::string_view r = comma == std::string_view::npos ? inner : inner.substr(comma + 1);
+        ConsumePrefix(&r, "mpirank:");
+        int64_t v;
+        if (ConsumeInt(&r, &v) && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
+        size_t colon = after.find(':');
+        s->remove_prefix(close + 1 + colon + 1);
+        return true;
+      }
+      if (close + 1 < t.size() && t[close + 1] == ':') {
+        // "[rank3]:" (global rank) or torchrun "[default3]:" (role + local rank).
+        if (StartsWith(inner, "rank")) {
+          std::string_view r = inner.substr(4);
+          int64_t v;
+          if (ConsumeInt(&r, &v) && r.empty()) {
+            out->rank_hint = static_cast<int>(v);
+            s->remove_prefix(close + 2);
+            if (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
+            return true;
+          }
+        }
+        size_t k = 0;
+        while (k < inner.size() && (IsAlpha(inner[k]) || inner[k] == '_')) ++k;
+        if (k > 0 && k < inner.size()) {
+          std::string_view r = inner.substr(k);
+          int64_t v;
+          if (ConsumeInt(&r, &v) && r.empty()) {
+            out->local_rank_hint = static_cast<int>(v);
+            s->remove_prefix(close + 2);
+            return true;
+          }
+        }
+      }
+      // kubectl --prefix "[pod/name/container] ", "[node/name] ".
+      if ((StartsWith(inner, "pod/") || StartsWith(inner, "node/")) && close + 1 < t.size() &&
+          t[close + 1] == ' ') {
+        std::string_view name = inner.substr(inner.find('/') + 1);
+        size_t slash = name.find('/');
+        out->host_hint = name.substr(0, slash);
+        s->remove_prefix(close + 2);
+        return true;
+      }
+      // Tool line numbers "[1830] " (three or more digits; "[3] NCCL" is a cut NCCL header).
+      if (inner.size() >= 3 && close + 1 < t.size() && t[close + 1] == ' ') {
+        bool digits = true;
+        for (char c : inner) digits &= IsDigit(c);
+        if (digits && !StartsWith(t.substr(close + 2), "NCCL")) {
+          s->remove_prefix(close + 2);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) ".
+  if (t[0] == '(') {
+    size_t close = t.find(')');
+    if (close != std::string_view::npos && close < 160 && close + 1 < t.size() && t[close + 1] == ' ') {
+      std::string_view inner = t.substr(1, close - 1);
+      size_t pid = Find(inner, "pid=");
+      if (pid != std::string_view::npos && (pid == 0 || inner[pid - 1] == ' ')) {
+        size_t ip = Find(inner, "ip=");
+        if (ip != std::string_view::npos) {
+          std::string_view v = inner.substr(ip + 3);
+          out->host_hint = v.substr(0, v.find_first_of(", "));
+        }
+        s->remove_prefix(close + 2);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  static const char* kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  if (t.size() > 20 && IsAlpha(t[0]) && t[3] == ' ') {
+    std::string_view u = t;
+    for (const char* d : kDays) {
+      if (StartsWith(u, d) && u[3] == ' ') { u.remove_prefix(4); break; }
+    }
+    int month = 0;
+    for (int m = 0; m < 12; ++m) {
+      if (StartsWith(u, kMonths[m]) && u.size() > 4 && u[3] == ' ') { month = m + 1; break; }
+    }
+    if (month) {
+      u.remove_prefix(4);
+      while (!u.empty() && u[0] == ' ') u.remove_prefix(1);
+      int64_t day, hh, mm, ss;
+      if (ConsumeInt(&u, &day) && ConsumePrefix(&u, " ") && ConsumeInt(&u, &hh) && ConsumePrefix(&u, ":") &&
+          ConsumeInt(&u, &mm) && ConsumePrefix(&u, ":") && ConsumeInt(&u, &ss)) {
+        double ts = SecondsOfYear(month, static_cast<int>(day), static_cast<int>(hh), static_cast<int>(mm),
+                                  static_cast<double>(ss));
+        if (ts >= 0) {
+          if (out->time < 0) out->time = ts;
+          int64_t year;
+          std::string_view y = u;
+          if (ConsumePrefix(&y, " ") && ConsumeInt(&y, &year)) u = y;  // ctime year
+          if (!u.empty() && u[0] == ' ') {
+            // syslog "host app[123]: "
+            std::string_view v = u.substr(1);
+            size_t sp = v.find(' ');
+            size_t colon = v.find(": ");
+            if (sp != std::string_view::npos && colon != std::string_view::npos && colon > sp && colon < 96 &&
+                LooksLikeHostToken(v.substr(0, sp))) {
+              out->host_hint = v.substr(0, sp);
+              u = v.substr(colon + 2);
+            } else {
+              u = v;
+            }
+          }
+          *s = u;
+          return true;
+        }
+      }
+    }
+  }
+
+  // grep -H / -n: "path-123-" (context), "path:", "path:123:" and "123:" (grep -n alone).
+  if (StripGrepContext(s, out)) return true;
+  {
+    size_t colon = t.find(':');
+    if (colon != std::string_view::npos && colon > 0) {
+      std::string_view tok = t.substr(0, colon);
+      if (IsFileLikeToken(tok)) {
+        std::string_view u = t.substr(colon + 1);
+        int64_t n;
+        std::string_view v = u;
+        if (ConsumeInt(&v, &n) && ConsumePrefix(&v, ":")) {
+          out->src_line = n;
+          u = v;
+        }
+        out->src_file = tok;
+        *s = u;
+        return true;
+      }
+      bool digits = colon <= 9;
+      for (char c : tok) digits &= IsDigit(c);
+      if (digits && colon + 1 < t.size() && t[colon + 1] != ' ' && StartsLikeHeader(t.substr(colon + 1))) {
+        std::string_view v = tok;
+        int64_t n;
+        if (ConsumeInt(&v, &n)) out->src_line = n;
+        s->remove_prefix(colon + 1);
+        return true;
+      }
+    }
+  }
+
+  // pdsh "host: " in front of a known header.
+  {
+    size_t colon = t.substr(0, 66).find(": ");
+    if (colon != std::string_view::npos && LooksLikeHostToken(t.substr(0, colon))) {
+      std::string_view tok = t.substr(0, colon);
+      bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
+      if (has_digit_or_dash && StartsLikeHeader(t.substr(colon + 2))) {
+        out->host_hint = tok;
+        s->remove_prefix(colon + 2);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+
+}  // namespace ncclscan

@@ -1,0 +1,37 @@
+// Outer wrappers real dumps carry in front of the NCCL / PyTorch text (see
+// FORMATS.md §G): grep -H/-n, srun labels, MPI tags, torchrun and [rankN]
+// prefixes, kubectl, ray, pdsh, shippers' timestamps, syslog, Kaggle, ANSI
+// colour codes. Each Strip* call removes one layer and records what it says.
+//
+// Thread-safety: pure functions (StripAnsi writes into the caller's Arena).
+#ifndef NCCLSCAN_PARSERS_WRAPPERS_H_
+#define NCCLSCAN_PARSERS_WRAPPERS_H_
+
+#include <cstddef>
+#include <string_view>
+
+#include "parsers/arena.h"
+#include "parsers/parsed_line.h"
+
+namespace ncclscan {
+
+// What one pass over a line's bytes found.
+struct ByteScan {
+  bool nul = false, cr = false, ansi = false;
+  size_t control = 0;  // control bytes in the first 256 (binary detection)
+};
+ByteScan ScanBytes(std::string_view s);
+
+// Removes ANSI SGR sequences (also without their ESC byte: a stray "[0m").
+std::string_view StripAnsi(std::string_view s, Arena* arena);
+
+// "host:pid:tid " at the very start: a bare NCCL line, no wrapper to strip.
+bool StartsWithNcclProcess(std::string_view s);
+
+// One wrapper layer at the front of *s: removes it, records its hints on *out,
+// and returns true; false if *s starts with no known wrapper.
+bool StripOneWrapper(std::string_view* s, ParsedLine* out);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_PARSERS_WRAPPERS_H_

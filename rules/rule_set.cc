@@ -1,0 +1,115 @@
+#include "rules/rule_set.h"
+
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+    case Severity::kCritical: return "critical";
+  }
+  return "info";
+}
+
+bool ParseSeverity(const std::string& s, Severity* out) {
+  if (s == "info") *out = Severity::kInfo;
+  else if (s == "warning") *out = Severity::kWarning;
+  else if (s == "error") *out = Severity::kError;
+  else if (s == "critical") *out = Severity::kCritical;
+  else return false;
+  return true;
+}
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kRoot: return "root";
+    case Role::kCascade: return "cascade";
+    case Role::kContext: return "context";
+  }
+  return "root";
+}
+
+bool ParseRole(const std::string& s, Role* out) {
+  if (s == "root") *out = Role::kRoot;
+  else if (s == "cascade") *out = Role::kCascade;
+  else if (s == "context") *out = Role::kContext;
+  else return false;
+  return true;
+}
+
+bool ParseMergeMode(const std::string& s, MergeMode* out) {
+  if (s == "first") *out = MergeMode::kFirst;
+  else if (s == "last") *out = MergeMode::kLast;
+  else if (s == "set") *out = MergeMode::kSet;
+  else if (s == "max") *out = MergeMode::kMax;
+  else if (s == "min") *out = MergeMode::kMin;
+  else if (s == "count") *out = MergeMode::kCount;
+  else return false;
+  return true;
+}
+
+const char* IdentitySlotName(int slot) {
+  static const char* kNames[kNumIdSlots] = {"comm",    "comm_id",     "rank", "nranks", "event",
+                                            "address", "global_rank", "host", "pid"};
+  return kNames[slot];
+}
+
+int CompiledRule::CaptureIndex(std::string_view name) const {
+  for (size_t i = 1; i < capture_names.size(); ++i) {
+    if (capture_names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+RuleSet::RuleSet() = default;
+RuleSet::~RuleSet() = default;
+
+int RuleSet::FindFact(std::string_view name) const {
+  auto it = fact_index_.find(name);
+  return it == fact_index_.end() ? -1 : it->second;
+}
+
+const CompiledRule* RuleSet::FindRule(std::string_view id) const {
+  for (const auto& r : rules_) if (r.spec.id.value == id) return &r;
+  return nullptr;
+}
+
+bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups) {
+  groups[0] = re2::StringPiece(text.data(), text.size());
+  // Fields are found in order: each anchor is searched from the previous one.
+  size_t from = 0;
+  const std::string* prev_anchor = nullptr;
+  size_t prev_pos = 0;
+  for (size_t i = 0; i < r.spec.fields.size(); ++i) {
+    const LineRule::Field& f = r.spec.fields[i];
+    const std::string& a = f.anchor.value;
+    size_t pos = prev_anchor && *prev_anchor == a ? prev_pos : FindLiteral(text, a, from);
+    if (pos == std::string_view::npos) return false;
+    prev_anchor = &a;
+    prev_pos = pos;
+    from = pos;
+    size_t b, e;
+    if (f.before) {
+      e = pos;
+      b = text.find_last_of(" \t", e == 0 ? 0 : e - 1);
+      b = (b == std::string_view::npos || e == 0) ? 0 : b + 1;
+    } else {
+      b = pos + a.size();
+      e = text.find_first_of(" \t", b);
+      if (e == std::string_view::npos) e = text.size();
+    }
+    if (b >= e) return false;  // an anchor with no token next to it
+    groups[i + 1] = re2::StringPiece(text.data() + b, e - b);
+  }
+  return true;
+}
+
+const CompiledCorrelation* RuleSet::FindCorrelation(std::string_view id) const {
+  for (const auto& c : correlations_) if (c.spec.id.value == id) return &c;
+  return nullptr;
+}
+
+}  // namespace ncclscan
