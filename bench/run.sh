@@ -25,6 +25,11 @@ RG_PATTERNS=(-e 'opCount [0-9a-f]+' -e 'NCCL WARN' -e 'Watchdog caught collectiv
   -e 'last completed' -e 'GPU Direct RDMA' -e 'Connection closed' -e 'Got completion' -e 'Cuda failure'
   -e 'cudaDriverVersion' -e 'Bootstrap ?: Using' -e 'coll channels' -e 'ChildFailedError' -e 'exitcode')
 
+# The same patterns as one ERE alternation for GNU grep.
+pats=()
+for ((i = 1; i < ${#RG_PATTERNS[@]}; i += 2)); do pats+=("${RG_PATTERNS[i]}"); done
+GREP_RE=$(IFS='|'; echo "${pats[*]}")
+
 gen() {  # gen DIR SIZE_MB
   if [ ! -f "$1/.size_$2" ]; then
     rm -rf "$1"
@@ -51,7 +56,7 @@ run_set() {  # run_set LABEL DIR JOBS REPS -> prints a result line
   for _ in $(seq "$reps"); do
     time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
     time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
-    if [ "$label" = main ]; then time_cmd "$tmp/grep" grep -rcE "$(IFS='|'; echo "${RG_PATTERNS[*]//-e /}")" "$d"; fi
+    if [ "$label" = main ]; then time_cmd "$tmp/grep" grep -rcE "$GREP_RE" "$d"; fi
   done
   local bytes lines ns rg ratio
   bytes=$(find "$d" -type f -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
