@@ -86,20 +86,31 @@ class ChunkPool {
   std::vector<std::unique_ptr<Chunk>> free_;
 };
 
-// The serial input stage: turns files into chunks of whole lines.
+// The serial input stage: turns files into chunks of whole lines. It runs
+// concurrently with the serial output stage, so it never touches JobState:
+// bytes and errors are kept here and copied over when the pipeline is done.
 class ChunkReader {
  public:
-  ChunkReader(const std::vector<std::string>& paths, JobState* state, const ScanOptions& opts,
+  ChunkReader(const std::vector<std::string>& paths, int first_file, const ScanOptions& opts,
               const std::function<void(const std::string&)>& on_error)
-      : paths_(paths), state_(state), opts_(opts), on_error_(on_error) {}
+      : paths_(paths),
+        first_file_(first_file),
+        opts_(opts),
+        on_error_(on_error),
+        bytes_(paths.size(), 0),
+        errors_(paths.size()) {}
+
+  uint64_t bytes(size_t i) const { return bytes_[i]; }
+  const std::string& error(size_t i) const { return errors_[i]; }
 
   // Fills c with the next chunk; returns false at the end of all input.
   bool Next(Chunk* c) {
     for (;;) {
       if (!reader_) {
         if (next_path_ >= paths_.size()) return false;
-        const std::string& p = paths_[next_path_++];
-        file_ = state_->AddFile(p == "-" ? "<stdin>" : p);
+        index_ = next_path_++;
+        const std::string& p = paths_[index_];
+        file_ = first_file_ + static_cast<int>(index_);
         std::string err;
         reader_ = ByteReader::Open(p, &err);
         if (!reader_) {
@@ -117,8 +128,7 @@ class ChunkReader {
   static std::string DisplayName(const std::string& p) { return p == "-" ? "<stdin>" : p; }
 
   void Fail(const std::string& msg) {
-    FileInfo& f = state_->file(file_);
-    if (f.error.empty()) f.error = msg;
+    if (errors_[index_].empty()) errors_[index_] = msg;
     on_error_(msg);
   }
 
@@ -140,7 +150,7 @@ class ChunkReader {
         std::string err;
         ssize_t r = reader_->Read(buf.data() + n, limit - n, &err);
         if (r < 0) {
-          Fail("cannot read " + state_->file(file_).path + ": " + err);
+          Fail("cannot read " + DisplayName(paths_[index_]) + ": " + err);
           eof = true;
           break;
         }
@@ -148,7 +158,7 @@ class ChunkReader {
           eof = true;
           break;
         }
-        state_->file(file_).bytes += static_cast<uint64_t>(r);
+        bytes_[index_] += static_cast<uint64_t>(r);
         // One short read is enough to make progress on pipes.
         n += static_cast<size_t>(r);
         if (n >= limit || r < 4096) break;
@@ -195,10 +205,13 @@ class ChunkReader {
   }
 
   const std::vector<std::string>& paths_;
-  JobState* state_;
+  const int first_file_;
   const ScanOptions& opts_;
   const std::function<void(const std::string&)>& on_error_;
+  std::vector<uint64_t> bytes_;
+  std::vector<std::string> errors_;
   size_t next_path_ = 0;
+  size_t index_ = 0;
   int file_ = -1;
   std::unique_ptr<ByteReader> reader_;
   std::string carry_;
@@ -295,7 +308,11 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   int jobs = opts_.jobs > 0 ? opts_.jobs : tbb::info::default_concurrency();
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
   ChunkPool pool;
-  ChunkReader reader(paths, state, opts_, on_error);
+  // Files are registered before the pipeline starts: the stages run on
+  // different threads and JobState is written by the output stage only.
+  const int first_file = static_cast<int>(state->files().size());
+  for (const auto& p : paths) state->AddFile(p == "-" ? "<stdin>" : p);
+  ChunkReader reader(paths, first_file, opts_, on_error);
   std::vector<uint64_t> file_lines;
   const size_t tokens = static_cast<size_t>(jobs) * 2 + 1;
 
@@ -334,6 +351,11 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
             AddCounters(&state->counters(), c->counters);
             pool.Put(std::move(owned));
           }));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    FileInfo& f = state->file(first_file + static_cast<int>(i));
+    f.bytes = reader.bytes(i);
+    f.error = reader.error(i);
+  }
   uint64_t bytes = 0;
   for (const auto& f : state->files()) bytes += f.bytes;
   state->counters().bytes = bytes;
