@@ -1,0 +1,453 @@
+#include "rules/rule_reader.h"
+
+#include <cstdlib>
+
+namespace ncclscan {
+
+namespace {
+
+const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "version", "timeout",
+                                           "desync", "connection", "ib", "cuda", "oom", "init",
+                                           "bootstrap", "topology", "elastic", "config", "identity"};
+const std::set<std::string> kKinds = {"consensus", "condition", "absence", "missing_ranks",
+                                      "extreme", "first_in_time", "peer_map"};
+
+bool ValidFactName(const std::string& n) {
+  if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
+  for (char c : n) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SourcePos RuleReader::Pos(const YAML::Node& n) const {
+  YAML::Mark m = n.Mark();
+  SourcePos p;
+  p.file = file;
+  if (m.line >= 0) {
+    p.line = m.line + 1;
+    p.col = m.column + 1;
+  }
+  return p;
+}
+
+void RuleReader::Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help) {
+  diags.push_back(Diagnostic{pos, code, msg, help});
+}
+
+bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out) {
+  if (!n.IsScalar()) {
+    Error(Pos(n), "E-BAD-VALUE", what + " must be a string");
+    return false;
+  }
+  out->value = n.Scalar();
+  out->pos = Pos(n);
+  return true;
+}
+
+bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, std::string* out) {
+  Located<std::string> l;
+  if (!Scalar(n, what, &l)) return false;
+  *out = l.value;
+  return true;
+}
+
+bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out) {
+  if (n.IsScalar()) {
+    Located<std::string> l;
+    Scalar(n, what, &l);
+    out->push_back(l);
+    return true;
+  }
+  if (!n.IsSequence()) {
+    Error(Pos(n), "E-BAD-VALUE", what + " must be a list of strings");
+    return false;
+  }
+  for (const auto& e : n) {
+    Located<std::string> l;
+    if (Scalar(e, what, &l)) out->push_back(l);
+  }
+  return true;
+}
+
+template <typename F>
+bool RuleReader::ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn) {
+  if (!n.IsMap()) {
+    Error(Pos(n), "E-BAD-VALUE", what + " must be a mapping");
+    return false;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      Error(Pos(it->first), "E-BAD-VALUE", "keys must be strings");
+      continue;
+    }
+    const std::string key = it->first.Scalar();
+    if (!allowed.empty() && !allowed.count(key)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      Error(Pos(it->first), "E-UNKNOWN-KEY", "unknown key '" + key + "' in " + what, "allowed keys: " + list);
+      continue;
+    }
+    fn(key, it->first, it->second);
+  }
+  return true;
+}
+
+void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
+  f->present = true;
+  f->explanation.pos = Pos(n);
+  ForEachKey(n, "finding",
+             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains"},
+             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               std::string s;
+               if (key == "severity") {
+                 if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'",
+                         "use one of: info, warning, error, critical");
+                 }
+               } else if (key == "confidence") {
+                 if (Scalar(v, "confidence", &s)) {
+                   char* end = nullptr;
+                   double c = std::strtod(s.c_str(), &end);
+                   if (end == s.c_str() || *end || c < 0 || c > 1) {
+                     Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
+                   } else {
+                     f->confidence = c;
+                   }
+                 }
+               } else if (key == "role") {
+                 if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
+                 }
+               } else if (key == "group_by") {
+                 StringList(v, "group_by", &f->group_by);
+               } else if (key == "explanation") {
+                 Scalar(v, "explanation", &f->explanation);
+               } else if (key == "remediation") {
+                 Scalar(v, "remediation", &f->remediation);
+               } else if (key == "explains") {
+                 StringList(v, "explains", &f->explains);
+               }
+             });
+  if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
+}
+
+void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
+  ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&,
+                                                        const YAML::Node& v) {
+    std::vector<Example>* out = key == "match" ? &r->match : &r->no_match;
+    if (!v.IsSequence()) {
+      Error(Pos(v), "E-BAD-VALUE", "examples." + key + " must be a list");
+      return;
+    }
+    for (const auto& e : v) {
+      Example ex;
+      if (e.IsMap()) {
+        ForEachKey(e, "example", {"line", "captures"}, [&](const std::string& k, const YAML::Node&,
+                                                            const YAML::Node& ev) {
+          if (k == "line") {
+            Scalar(ev, "line", &ex.line);
+          } else {
+            ForEachKey(ev, "captures", {}, [&](const std::string& ck, const YAML::Node&, const YAML::Node& cv) {
+              std::string s;
+              if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
+            });
+          }
+        });
+        if (ex.line.pos.line == 0) {
+          ex.line.pos = Pos(e);
+          Error(Pos(e), "E-MISSING-KEY", "example needs a 'line'");
+          continue;
+        }
+      } else if (!Scalar(e, "example", &ex.line)) {
+        continue;
+      }
+      out->push_back(ex);
+    }
+  });
+}
+
+void RuleReader::ReadRule(const YAML::Node& n) {
+  LineRule r;
+  r.source_file = file;
+  r.id.pos = Pos(n);
+  bool have_pattern = false, have_family = false;
+  ForEachKey(
+      n, "rule",
+      {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
+       "finding", "references", "examples"},
+      [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+        if (key == "id") Scalar(v, "id", &r.id);
+        else if (key == "title") Scalar(v, "title", &r.title);
+        else if (key == "category") {
+          Located<std::string> c;
+          if (Scalar(v, "category", &c)) {
+            r.category = c.value;
+            if (!kCategories.count(c.value)) {
+              Error(c.pos, "E-BAD-VALUE", "unknown category '" + c.value + "'", "see docs/rules.md §4");
+            }
+          }
+        } else if (key == "family") {
+          have_family = Scalar(v, "family", &r.family_name);
+        } else if (key == "pattern") {
+          have_pattern = Scalar(v, "pattern", &r.pattern);
+        } else if (key == "fields") {
+          have_pattern = true;
+          r.pattern.pos = Pos(v);
+          ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
+            LineRule::Field f;
+            f.name = name;
+            ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const YAML::Node&,
+                                                             const YAML::Node& x) {
+              Scalar(x, k, &f.anchor);
+              f.before = k == "before";
+            });
+            if (f.anchor.value.size() < 3) {
+              Error(Pos(fv), "E-BAD-VALUE", "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
+            }
+            r.fields.push_back(f);
+          });
+        } else if (key == "facts") {
+          ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
+            FactAssign a;
+            a.fact.pos = Pos(kn);
+            size_t br = fk.find('[');
+            if (br != std::string::npos && fk.back() == ']') {
+              a.fact.value = fk.substr(0, br);
+              a.key.value = fk.substr(br + 1, fk.size() - br - 2);
+              a.key.pos = Pos(kn);
+              a.key.pos.col += static_cast<int>(br) + 1;
+            } else {
+              a.fact.value = fk;
+            }
+            if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
+          });
+        } else if (key == "identity") {
+          ForEachKey(v, "identity",
+                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid"},
+                     [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
+                       Located<std::string> l;
+                       if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
+                     });
+        } else if (key == "lookup") {
+          ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
+            Lookup lk;
+            lk.name = name;
+            lk.from.pos = Pos(lv);
+            ForEachKey(lv, "lookup", {"from", "map", "default"},
+                       [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                         if (k == "from") Scalar(x, "from", &lk.from);
+                         else if (k == "default") Scalar(x, "default", &lk.default_value);
+                         else
+                           ForEachKey(x, "map", {}, [&](const std::string& mk, const YAML::Node&,
+                                                       const YAML::Node& mv) {
+                             std::string s;
+                             if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
+                           });
+                       });
+            r.lookups.push_back(lk);
+          });
+        } else if (key == "subject") {
+          Located<std::string> s;
+          if (Scalar(v, "subject", &s)) {
+            if (s.value == "line") r.subject = SubjectMode::kLine;
+            else if (s.value == "capture") r.subject = SubjectMode::kCapture;
+            else if (s.value == "previous") r.subject = SubjectMode::kPrevious;
+            else Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+          }
+        } else if (key == "finding") {
+          ReadFinding(v, &r.finding);
+        } else if (key == "references") {
+          std::vector<Located<std::string>> refs;
+          StringList(v, "references", &refs);
+          for (auto& x : refs) r.references.push_back(x.value);
+        } else if (key == "examples") {
+          ReadExamples(v, &r);
+        }
+      });
+  if (r.id.value.empty()) {
+    Error(Pos(n), "E-MISSING-KEY", "rule needs an 'id'");
+    return;
+  }
+  if (!have_pattern) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'pattern' (or 'fields')");
+  if (!r.fields.empty() && !r.pattern.value.empty()) {
+    Error(r.pattern.pos, "E-BAD-VALUE", "rule " + r.id.value + " has both 'pattern' and 'fields'; use one");
+  }
+  if (!have_family) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'family'");
+  if (r.title.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'title'");
+  if (r.category.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'category'");
+  if (r.match.empty() || r.no_match.empty()) {
+    Error(r.id.pos, "E-MISSING-KEY",
+          "rule " + r.id.value + " needs examples with at least one 'match' and one 'no_match' line",
+          "sample lines are checked at every load; they are the rule's regression test");
+  }
+  rules.push_back(RuleEntry{std::move(r), layer});
+}
+
+void RuleReader::ReadCorrelation(const YAML::Node& n) {
+  CorrelationRule c;
+  c.source_file = file;
+  c.id.pos = Pos(n);
+  ForEachKey(n, "correlation",
+             {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
+              "absent", "select", "require", "min_reporters", "silent_is_behind", "ignore_unset", "normal",
+              "population", "finding", "references"},
+             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               std::string s;
+               if (key == "id") Scalar(v, "id", &c.id);
+               else if (key == "title") Scalar(v, "title", &c.title);
+               else if (key == "category") {
+                 Located<std::string> l;
+                 if (Scalar(v, "category", &l)) {
+                   c.category = l.value;
+                   if (!kCategories.count(l.value)) Error(l.pos, "E-BAD-VALUE", "unknown category '" + l.value + "'");
+                 }
+               } else if (key == "kind") Scalar(v, "kind", &c.kind);
+               else if (key == "fact") Scalar(v, "fact", &c.fact);
+               else if (key == "over") {
+                 if (Scalar(v, "over", &s)) {
+                   if (s != "rank" && s != "host") Error(Pos(v), "E-BAD-VALUE", "over must be 'rank' or 'host'");
+                   c.over = s;
+                 }
+               } else if (key == "min_subjects" || key == "min_reporters") {
+                 if (Scalar(v, key, &s)) {
+                   int x = std::atoi(s.c_str());
+                   if (x < 1) Error(Pos(v), "E-BAD-VALUE", key + " must be a positive integer");
+                   (key == "min_subjects" ? c.min_subjects : c.min_reporters) = x;
+                 }
+               } else if (key == "where") {
+                 if (!v.IsSequence()) {
+                   Error(Pos(v), "E-BAD-VALUE", "where must be a list of conditions");
+                   return;
+                 }
+                 for (const auto& w : v) {
+                   Condition cond;
+                   cond.fact.pos = Pos(w);
+                   ForEachKey(w, "condition",
+                              {"fact", "equals", "not_equals", "matches", "exists", "absent", "gt", "lt"},
+                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                                if (k == "fact") Scalar(x, "fact", &cond.fact);
+                                else {
+                                  cond.op = k;
+                                  Scalar(x, k, &cond.value);
+                                }
+                              });
+                   if (cond.op.empty()) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
+                   c.where.push_back(cond);
+                 }
+               } else if (key == "job") {
+                 ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
+                   std::string t;
+                   if (Scalar(x, "hosts_gt", &t)) c.job_hosts_gt = std::atoi(t.c_str());
+                 });
+               } else if (key == "silent_is_behind" || key == "ignore_unset") {
+                 if (Scalar(v, key, &s)) {
+                   if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
+                   (key == "ignore_unset" ? c.ignore_unset : c.silent_is_behind) = s == "true";
+                 }
+               } else if (key == "normal") {
+                 std::vector<Located<std::string>> vals;
+                 StringList(v, "normal", &vals);
+                 for (auto& x : vals) c.normal.push_back(x.value);
+               } else if (key == "population") Scalar(v, "population", &c.population);
+               else if (key == "present") Scalar(v, "present", &c.present);
+               else if (key == "absent") Scalar(v, "absent", &c.absent);
+               else if (key == "select") {
+                 if (Scalar(v, "select", &s)) {
+                   if (s != "min" && s != "max") Error(Pos(v), "E-BAD-VALUE", "select must be 'min' or 'max'");
+                   c.select = s;
+                 }
+               } else if (key == "require") Scalar(v, "require", &c.require);
+               else if (key == "finding") ReadFinding(v, &c.finding);
+               else if (key == "references") {
+                 std::vector<Located<std::string>> refs;
+                 StringList(v, "references", &refs);
+                 for (auto& x : refs) c.references.push_back(x.value);
+               }
+             });
+  if (c.id.value.empty()) {
+    Error(Pos(n), "E-MISSING-KEY", "correlation needs an 'id'");
+    return;
+  }
+  if (c.kind.value.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'kind'");
+  else if (!kKinds.count(c.kind.value)) {
+    Error(c.kind.pos, "E-BAD-VALUE", "unknown correlation kind '" + c.kind.value + "'",
+          "use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map");
+  }
+  if (c.title.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'title'");
+  if (c.category.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
+  if (!c.finding.present) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'finding'");
+  correlations.push_back(CorrEntry{std::move(c), layer});
+}
+
+void RuleReader::ReadFact(const YAML::Node& n) {
+  FactSpec f;
+  f.name.pos = Pos(n);
+  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "description"},
+             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               std::string s;
+               if (key == "name") Scalar(v, "name", &f.name);
+               else if (key == "merge") {
+                 if (Scalar(v, "merge", &s) && !ParseMergeMode(s, &f.merge)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown merge mode '" + s + "'",
+                         "use one of: first, last, set, max, min, count");
+                 }
+               } else if (key == "keyed" || key == "hex") {
+                 if (Scalar(v, key, &s)) {
+                   if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
+                   (key == "keyed" ? f.keyed : f.hex) = s == "true";
+                 }
+               } else if (key == "key") {
+                 if (Scalar(v, "key", &s)) {
+                   if (s != "comm" && s != "pg" && s != "name") Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");
+                   f.key_kind = s == "name" ? "" : s;
+                 }
+               } else if (key == "description") Scalar(v, "description", &f.description);
+             });
+  if (f.name.value.empty()) {
+    Error(Pos(n), "E-MISSING-KEY", "fact needs a 'name'");
+    return;
+  }
+  if (!ValidFactName(f.name.value)) {
+    Error(f.name.pos, "E-BAD-VALUE", "invalid fact name '" + f.name.value + "'", "fact names match [a-z][a-z0-9_]*");
+  }
+  facts.push_back(FactEntry{std::move(f), layer});
+}
+
+void RuleReader::ReadFile(const std::string& name, const std::string& text) {
+  file = name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    Error(p, "E-YAML", "not valid YAML: " + e.msg);
+    return;
+  }
+  if (root.IsNull()) return;  // empty file
+  if (!root.IsMap()) {
+    Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations");
+    return;
+  }
+  try {
+    ForEachKey(root, "rule file", {"facts", "rules", "correlations"},
+               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 if (!v.IsSequence()) {
+                   Error(Pos(v), "E-BAD-VALUE", key + " must be a list");
+                   return;
+                 }
+                 for (const auto& item : v) {
+                   if (key == "facts") ReadFact(item);
+                   else if (key == "rules") ReadRule(item);
+                   else ReadCorrelation(item);
+                 }
+               });
+  } catch (const YAML::Exception& e) {
+    SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    Error(p, "E-YAML", e.msg);
+  }
+}
+
+}  // namespace ncclscan

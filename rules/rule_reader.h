@@ -1,0 +1,55 @@
+// RuleReader: pass 1 of the rule loader — YAML documents into typed structs
+// that keep file:line:col, collecting every problem as a Diagnostic.
+//
+// Thread-safety: single-threaded; used only by RuleLoader.
+#ifndef NCCLSCAN_RULES_RULE_READER_H_
+#define NCCLSCAN_RULES_RULE_READER_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "rules/rule.h"
+#include "rules/rule_loader.h"
+
+namespace ncclscan {
+
+struct RuleReader {
+  int layer = 0;
+  struct FactEntry { FactSpec spec; int layer; };
+  struct RuleEntry { LineRule rule; int layer; };
+  struct CorrEntry { CorrelationRule rule; int layer; };
+  std::vector<FactEntry> facts;
+  std::vector<RuleEntry> rules;
+  std::vector<CorrEntry> correlations;
+  std::vector<Diagnostic> diags;
+
+  // ---- pass 1 helpers ---------------------------------------------------
+  std::string file;
+
+
+
+
+
+  // Iterates a mapping, reporting keys not in `allowed`.
+
+  SourcePos Pos(const YAML::Node& n) const;
+  void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "");
+  bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
+  bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
+  bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
+  template <typename F>
+  bool ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn);
+  void ReadFinding(const YAML::Node& n, FindingSpec* f);
+  void ReadExamples(const YAML::Node& n, LineRule* r);
+  void ReadRule(const YAML::Node& n);
+  void ReadCorrelation(const YAML::Node& n);
+  void ReadFact(const YAML::Node& n);
+  void ReadFile(const std::string& name, const std::string& text);
+};
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_RULES_RULE_READER_H_
