@@ -16,7 +16,8 @@
 
 namespace ncclscan {
 
-struct RuleReader {
+class RuleReader {
+ public:
   int layer = 0;
   struct FactEntry { FactSpec spec; int layer; };
   struct RuleEntry { LineRule rule; int layer; };
@@ -26,20 +27,19 @@ struct RuleReader {
   std::vector<CorrEntry> correlations;
   std::vector<Diagnostic> diags;
 
-  // ---- pass 1 helpers ---------------------------------------------------
-  std::string file;
+  std::string file;  // the document being read, for positions
 
-
-
-
-
-  // Iterates a mapping, reporting keys not in `allowed`.
-
-  SourcePos Pos(const YAML::Node& n) const;
+  // Reads one YAML document into facts / rules / correlations (all layers' data
+  // stays here; RuleLoader::Build validates and compiles it).
+  void ReadFile(const std::string& name, const std::string& text);
   void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "");
+
+ private:
+  SourcePos Pos(const YAML::Node& n) const;
   bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
   bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
   bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
+  // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
   template <typename F>
   bool ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn);
   void ReadFinding(const YAML::Node& n, FindingSpec* f);
@@ -47,7 +47,6 @@ struct RuleReader {
   void ReadRule(const YAML::Node& n);
   void ReadCorrelation(const YAML::Node& n);
   void ReadFact(const YAML::Node& n);
-  void ReadFile(const std::string& name, const std::string& text);
 };
 
 }  // namespace ncclscan
