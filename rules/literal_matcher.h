@@ -34,7 +34,7 @@ class LiteralMatcher {
   std::vector<std::string> atoms_;
   std::vector<int> tiny_atoms_;          // shorter than kBlock: plain scan
   size_t m_ = 0;                         // window length
-  std::vector<uint8_t> shift_;           // 65536 entries, by block hash
+  std::vector<uint8_t> shift_;           // by block hash
   std::vector<uint32_t> bucket_begin_;   // CSR: atoms whose prefix ends with block hash h
   std::vector<int32_t> bucket_atoms_;
 };
