@@ -232,11 +232,18 @@ bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
   if (cond.op == "equals") return val == cond.value;
   if (cond.op == "not_equals") return val != cond.value;
   if (cond.op == "matches") {
+    // Validated by the loader; Latin-1 like the line rules (values are log bytes).
+    RE2::Options o;
+    o.set_encoding(RE2::Options::EncodingLatin1);
+    o.set_log_errors(false);
+    RE2 re(cond.value, o);
     if (spec.merge == MergeMode::kSet) {
-      for (const auto& x : v->values) if (RE2::PartialMatch(x, cond.value)) return true;
+      for (const auto& x : v->values) {
+        if (RE2::PartialMatch(x, re)) return true;
+      }
       return false;
     }
-    return RE2::PartialMatch(val, cond.value);
+    return RE2::PartialMatch(val, re);
   }
   long double a, b;
   if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value, false, &b)) return false;
@@ -482,7 +489,8 @@ void PeerMap(Ctx& x) {
     for (const auto& p : v->values) peers.insert(PeerHost(p, x.state.address_owner(), hosts));
     if (v->values.empty() && !v->value.empty()) peers.insert(PeerHost(v->value, x.state.address_owner(), hosts));
     for (const auto& ph : peers) {
-      // A host reporting itself is not evidence against it.
+      // A host naming itself among other peers is discounted; when it is the only
+      // peer named, a local process died (a proxy or a rank of the same node).
       if (ph == x.state.subjects()[s].host && peers.size() > 1) continue;
       reporters[ph].insert(s);
       if (ev[ph].size() < kMaxEvidencePerFinding) ev[ph].push_back(v);
@@ -492,13 +500,18 @@ void PeerMap(Ctx& x) {
   if (reporters.empty()) return;
   std::string top;
   size_t top_n = 0;
+  bool tie = false;
   for (const auto& kv : reporters) {
     if (kv.second.size() > top_n) {
       top_n = kv.second.size();
       top = kv.first;
+      tie = false;
+    } else if (kv.second.size() == top_n) {
+      tie = true;
     }
   }
-  if (static_cast<int>(top_n) < x.c.spec.min_reporters) return;
+  // Two hosts named equally often: no single host to blame.
+  if (tie || static_cast<int>(top_n) < x.c.spec.min_reporters) return;
   // The named host must account for most reports, or it is a storm without a centre.
   if (top_n * 2 < all_reporters.size()) return;
   std::vector<int> suspects;

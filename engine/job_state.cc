@@ -110,6 +110,14 @@ void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
 
 }  // namespace
 
+void JobState::NoteConflict(const std::string& msg) {
+  // Distinct messages only, and a bounded number: memory must not grow with input.
+  if (identity_conflicts_.size() >= kMaxIdentityConflicts) return;
+  if (std::find(identity_conflicts_.begin(), identity_conflicts_.end(), msg) == identity_conflicts_.end()) {
+    identity_conflicts_.push_back(msg);
+  }
+}
+
 int JobState::ProcessSubject(std::string_view host, int64_t pid) {
   // Consecutive lines nearly always come from the same process: skip the map.
   if (last_process_ >= 0 && subjects_[last_process_].pid == pid && subjects_[last_process_].host == host) {
@@ -349,10 +357,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       if (it == subject_global_rank_.end()) {
         subject_global_rank_[target] = static_cast<int>(g);
       } else if (it->second != g) {
-        identity_conflicts_.push_back(subjects_[target].host + ":" + std::to_string(subjects_[target].pid) +
-                                      " is named rank " + std::to_string(it->second) + " and rank " +
-                                      std::to_string(g) + " (one process driving several GPUs?); using " +
-                                      std::to_string(it->second));
+        NoteConflict(subjects_[target].host + ":" + std::to_string(subjects_[target].pid) + " is named rank " +
+                     std::to_string(it->second) + " and rank " + std::to_string(g) +
+                     " (one process driving several GPUs?); using " + std::to_string(it->second));
       }
     }
   }
@@ -488,14 +495,14 @@ void JobState::Finalize() {
       }
     }
     if (rank >= 0 && hint >= 0 && hint != rank) {
-      identity_conflicts_.push_back(s.host + ":" + std::to_string(s.pid) + " is rank " + std::to_string(rank) +
+      NoteConflict(s.host + ":" + std::to_string(s.pid) + " is rank " + std::to_string(rank) +
                                     " by " + source + " but rank " + std::to_string(hint) +
                                     " by its file name or line prefix; using " + std::to_string(rank));
     }
     if (s.rank_hints.size() > 1) {
       std::string hs;
       for (const auto& kv : s.rank_hints) hs += (hs.empty() ? "" : ", ") + std::to_string(kv.first);
-      identity_conflicts_.push_back(s.host + ":" + std::to_string(s.pid) + " carries several rank hints (" + hs + ")");
+      NoteConflict(s.host + ":" + std::to_string(s.pid) + " carries several rank hints (" + hs + ")");
     }
     if (rank < 0) rank = hint;
     s.rank = rank;

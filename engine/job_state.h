@@ -25,6 +25,7 @@ namespace ncclscan {
 inline constexpr size_t kMaxEvidencePerFinding = 5;
 inline constexpr size_t kMaxEvidenceText = 512;
 inline constexpr size_t kMaxSetValues = 64;
+inline constexpr size_t kMaxIdentityConflicts = 100;
 
 struct Evidence {
   int file = -1;      // index into JobState::files
@@ -163,6 +164,7 @@ class JobState {
   void SetFact(Subject* s, int fact, std::string_view key, std::string_view value, const EvidenceRef& ev,
                const Seen& seen);
   void MergeSubject(int from, int into);
+  void NoteConflict(const std::string& msg);
 
   const RuleSet* rules_;
   std::vector<FileInfo> files_;

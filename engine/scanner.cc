@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 
 #include "engine/source.h"
 #include "parsers/line_parser.h"
@@ -31,6 +32,13 @@ struct LineEvent {
 struct ProcessNote {
   std::string_view host;
   int64_t pid;
+  bool operator==(const ProcessNote& o) const { return pid == o.pid && host == o.host; }
+};
+
+struct ProcessNoteHash {
+  size_t operator()(const ProcessNote& p) const {
+    return std::hash<std::string_view>()(p.host) * 31 + static_cast<size_t>(p.pid);
+  }
 };
 
 // One pipeline token: a chunk of whole lines of one file, and what the
@@ -48,6 +56,7 @@ struct Chunk {
   std::vector<MatchEvent> matches;
   std::vector<re2::StringPiece> groups;
   std::vector<ProcessNote> processes;
+  std::unordered_set<ProcessNote, ProcessNoteHash> process_seen;
 
   // Per-token scratch, reused across chunks.
   Arena arena;
@@ -63,6 +72,7 @@ struct Chunk {
     matches.clear();
     groups.clear();
     processes.clear();
+    process_seen.clear();
     arena.Reset();
   }
 };
@@ -159,9 +169,10 @@ class ChunkReader {
           break;
         }
         bytes_[index_] += static_cast<uint64_t>(r);
-        // One short read is enough to make progress on pipes.
+        // Fill the chunk completely (or to EOF) even from a pipe: chunk
+        // boundaries must not depend on how the writer's data arrived, or the
+        // output would (continuation lines inherit ranks within a chunk).
         n += static_cast<size_t>(r);
-        if (n >= limit || r < 4096) break;
       }
       if (skipping_) {
         // Discard the rest of an overlong line.
@@ -267,14 +278,10 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
       if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
         last_host = pl.host;
         last_pid = pl.pid;
-        bool known = false;
-        for (const auto& pn : c->processes) {
-          if (pn.pid == pl.pid && pn.host == pl.host) {
-            known = true;
-            break;
-          }
+        // Interleaved dumps alternate between many processes: a set, not a scan.
+        if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second) {
+          c->processes.push_back(ProcessNote{pl.host, pl.pid});
         }
-        if (!known && c->processes.size() < 4096) c->processes.push_back(ProcessNote{pl.host, pl.pid});
       }
       uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
       rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
@@ -294,7 +301,6 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
 void AddCounters(Counters* into, const Counters& c) {
   into->lines += c.lines;
   for (int i = 0; i < kNumFamilies; ++i) into->family_lines[i] += c.family_lines[i];
-  into->matched_lines += 0;  // counted by JobState::Apply
   into->binary_lines += c.binary_lines;
   into->nul_lines += c.nul_lines;
   into->overlong_lines += c.overlong_lines;

@@ -129,7 +129,13 @@ class GzipReader : public ByteReader {
     while (zs_.avail_out > 0) {
       if (zs_.avail_in == 0 && !eof_) {
         ssize_t r = in_->Read(inbuf_.data(), inbuf_.size(), err);
-        if (r < 0) return -1;
+        if (r < 0) {
+          size_t produced = n - zs_.avail_out;
+          if (produced == 0) return -1;
+          done_ = true;
+          pending_error_ = *err;
+          return static_cast<ssize_t>(produced);
+        }
         if (r == 0) eof_ = true;
         zs_.next_in = reinterpret_cast<Bytef*>(inbuf_.data());
         zs_.avail_in = static_cast<uInt>(r);
@@ -190,7 +196,12 @@ class ZstdReader : public ByteReader {
   }
   ~ZstdReader() override { ZSTD_freeDStream(ds_); }
   ssize_t Read(char* buf, size_t n, std::string* err) override {
-    if (done_) return 0;
+    if (done_) {
+      if (pending_error_.empty()) return 0;
+      *err = pending_error_;
+      pending_error_.clear();
+      return -1;
+    }
     ZSTD_outBuffer out{buf, n, 0};
     while (out.pos < out.size) {
       if (zin_.pos == zin_.size && !eof_) {
@@ -211,8 +222,12 @@ class ZstdReader : public ByteReader {
       size_t rc = ZSTD_decompressStream(ds_, &out, &zin_);
       if (ZSTD_isError(rc)) {
         done_ = true;
-        if (out.pos > 0) return static_cast<ssize_t>(out.pos);
-        *err = std::string("corrupt zstd data: ") + ZSTD_getErrorName(rc);
+        std::string msg = std::string("corrupt zstd data: ") + ZSTD_getErrorName(rc);
+        if (out.pos > 0) {
+          pending_error_ = msg;  // reported by the next Read, after these bytes
+          return static_cast<ssize_t>(out.pos);
+        }
+        *err = msg;
         return -1;
       }
       mid_frame_ = rc != 0;
@@ -226,6 +241,7 @@ class ZstdReader : public ByteReader {
   ZSTD_inBuffer zin_{nullptr, 0, 0};
   ZSTD_DStream* ds_;
   bool eof_ = false, done_ = false, mid_frame_ = false;
+  std::string pending_error_;
 };
 
 }  // namespace

@@ -76,7 +76,8 @@ bool ParseNumber(std::string_view s, bool hex, long double* out) {
 
 double SecondsOfYear(int month, int day, int hour, int minute, double second) {
   static const int kDaysBefore[13] = {0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second >= 62) {
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
+      !(second >= 0 && second < 62)) {
     return -1;
   }
   return (((kDaysBefore[month] + day - 1) * 24.0 + hour) * 60 + minute) * 60 + second;

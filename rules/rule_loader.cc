@@ -262,6 +262,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         vars.insert(kv.first);
       }
     }
+    std::set<std::string> lookup_vars = vars;  // captures, then each lookup once defined
     for (const Lookup& lk : r.lookups) {
       CompiledLookup cl;
       cl.name = lk.name;
@@ -270,9 +271,11 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         im.Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
       }
       for (const auto& kv : lk.map) cl.map[kv.first] = kv.second;
-      std::string err;
-      size_t col;
-      Template::Parse(lk.default_value, &cl.default_value, &err, &col);
+      // A default may name captures and lookups defined above it, never itself or
+      // a later one: a cycle would recurse forever while rendering.
+      Located<std::string> def{lk.default_value, lk.from.pos};
+      check_template(def, lookup_vars, &cl.default_value, "lookup '" + lk.name + "' default");
+      lookup_vars.insert(lk.name);
       cr.lookups.push_back(std::move(cl));
     }
     for (const Lookup& lk : r.lookups) vars.insert(lk.name);
@@ -355,7 +358,17 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       cc.population = need_fact(c->population, "population", false);
       vars.insert({"value", "majority", "key", "majority_ranks", "majority_hosts"});
     } else if (k == "condition") {
-      for (const auto& w : c->where) cc.where_facts.push_back(need_fact(w.fact, "fact", true));
+      for (const auto& w : c->where) {
+        int f = need_fact(w.fact, "fact", true);
+        cc.where_facts.push_back(f);
+        if (f >= 0 && set->facts()[f].keyed) {
+          im.Error(w.fact.pos, "E-BAD-VALUE", "condition on keyed fact '" + w.fact.value + "' is not supported");
+        }
+        if (w.op == "matches") {
+          RE2 re(w.value, opts);
+          if (!re.ok()) im.Error(w.fact.pos, "E-BAD-REGEX", "invalid regex in 'matches': " + re.error());
+        }
+      }
       if (c->where.empty()) im.Error(c->id.pos, "E-MISSING-KEY", "condition correlation needs 'where'");
       vars.insert({"value"});
     } else if (k == "absence") {

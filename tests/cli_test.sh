@@ -45,6 +45,12 @@ run bad_flag 2 "$NS" --no-such-flag && grep -q '^ncclscan: error:' "$T/err" && o
 run bad_format 2 "$NS" --format xml "$GOOD" && grep -q "unknown --format 'xml'" "$T/err" && ok bad_format
 run stdin 0 sh -c "printf 'n1:1:1 [0] NCCL INFO Using network IB\n' | '$NS' --format json" &&
   [ "$(json_get 'd["input"]["lines"]')" = 1 ] && ok stdin
+# Regression: chunk boundaries followed pipe timing, and with them which rank a
+# continuation line was attributed to: the same bytes must give the same JSON.
+two='[rank3]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0 Rank 3] Process group watchdog thread terminated\n Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for 1001 milliseconds before timing out.\n'
+run pipe_fast 1 sh -c "printf '$two' | '$NS' --format json" && cp "$T/out" "$T/fast.json"
+run pipe_slow 1 sh -c "(printf '$two' | head -1; sleep 0.3; printf '$two' | tail -1) | '$NS' --format json" &&
+  cmp -s "$T/out" "$T/fast.json" && ok stdin_result_independent_of_pipe_timing
 run fail_on_default 1 "$NS" "$GOOD" && ok fail_on_default_error_exit_1
 run fail_on_never 0 "$NS" --fail-on never "$GOOD" && ok fail_on_never
 run fail_on_critical 0 "$NS" --fail-on critical "$GOOD" && ok fail_on_critical

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "parsers/path_hints.h"
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 namespace {
@@ -205,6 +206,14 @@ TEST(LineParser, NulBytesAreDroppedSoTheLineStillParses) {
   parser.Parse(raw, &arena, &pl, &rest);
   EXPECT_EQ(pl.family, Family::kNccl);
   EXPECT_EQ(pl.message, "Using network IB");
+}
+
+// Regression: huge hour values wrapped to negative ints and produced bogus times.
+TEST(Timestamps, RejectOutOfRangeFields) {
+  EXPECT_LT(SecondsOfYear(1, 1, -1, 0, 0), 0);
+  EXPECT_LT(SecondsOfYear(1, 1, 0, -5, 0), 0);
+  EXPECT_LT(SecondsOfYear(1, 1, 0, 0, -1), 0);
+  EXPECT_GE(SecondsOfYear(12, 31, 23, 59, 59.5), 0);
 }
 
 TEST(PathHints, RankFromFileNames) {

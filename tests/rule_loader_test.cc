@@ -132,6 +132,16 @@ TEST(RuleLoader, RejectsUnknownTemplateVariable) {
   EXPECT_NE(Load(text).find("unknown variable '{netwrk}'"), std::string::npos);
 }
 
+// Regression: a lookup default naming itself recursed until the stack overflowed
+// at scan time, after `rules --check` had said ok.
+TEST(RuleLoader, RejectsLookupDefaultThatNamesItself) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))",
+                          "    lookup:\n      loop: {from: network, map: {}, default: \"{loop}\"}\n");
+  std::string out = Load(text);
+  EXPECT_NE(out.find("lookup 'loop' default: unknown variable '{loop}' [E-TEMPLATE]"), std::string::npos) << out;
+}
+
 TEST(RuleLoader, LaterLayerOverridesRule) {
   RuleLoader loader;
   loader.AddSource("a.yaml", std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))"));

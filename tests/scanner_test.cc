@@ -138,6 +138,32 @@ TEST(Scanner, TruncatedGzipIsReportedAndOtherFilesStillScanned) {
   EXPECT_GE(a.state->counters().lines, 55u);
 }
 
+// Regression: a zstd stream corrupt after its first block was cut short with no
+// error because the decoder's error was dropped once some bytes had been returned.
+TEST(Scanner, CorruptZstdAfterGoodDataIsReported) {
+  TempDir dir;
+  std::string plain;
+  for (int i = 0; i < 400; ++i) plain += RankLog(i % 4);
+  std::string z(ZSTD_compressBound(plain.size()), '\0');
+  z.resize(ZSTD_compress(&z[0], z.size(), plain.data(), plain.size(), 1));
+  for (size_t k = z.size() / 2; k < z.size() / 2 + 64; ++k) z[k] = static_cast<char>(z[k] ^ 0x5a);
+  std::string path = dir.Write("c.log.zst", z);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_NE(a.errors[0].find("corrupt zstd data"), std::string::npos) << a.errors[0];
+  EXPECT_LT(a.state->counters().lines, 400u * 55);
+}
+
+// Regression: every conflicting line added another identical message.
+TEST(Scanner, IdentityConflictsAreDistinct) {
+  TempDir dir;
+  std::string s;
+  for (int i = 0; i < 50; ++i) s += "#  Rank  " + std::to_string(i % 2) + " Group  0 Pid  77 on  node-a device  0 [0x1b] GPU\n";
+  std::string path = dir.Write("t.log", s);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->identity_conflicts().size(), 1u);
+}
+
 TEST(Scanner, OverlongLineIsCutAndCounted) {
   TempDir dir;
   std::string big(5000, 'x');
