@@ -16,6 +16,8 @@ namespace ncclscan {
 
 namespace {
 
+std::string DisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 struct MatchEvent {
   int rule;
   int num_groups;
@@ -135,7 +137,6 @@ class ChunkReader {
   }
 
  private:
-  static std::string DisplayName(const std::string& p) { return p == "-" ? "<stdin>" : p; }
 
   void Fail(const std::string& msg) {
     if (errors_[index_].empty()) errors_[index_] = msg;
@@ -317,9 +318,8 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   // Files are registered before the pipeline starts: the stages run on
   // different threads and JobState is written by the output stage only.
   const int first_file = static_cast<int>(state->files().size());
-  for (const auto& p : paths) state->AddFile(p == "-" ? "<stdin>" : p);
+  for (const auto& p : paths) state->AddFile(DisplayName(p));
   ChunkReader reader(paths, first_file, opts_, on_error);
-  std::vector<uint64_t> file_lines;
   const size_t tokens = static_cast<size_t>(jobs) * 2 + 1;
 
   tbb::parallel_pipeline(
@@ -342,8 +342,8 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                                            }) &
           tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
             std::unique_ptr<Chunk> owned(c);
-            if (file_lines.size() <= static_cast<size_t>(c->file)) file_lines.resize(c->file + 1, 0);
-            uint64_t base = file_lines[c->file];
+            // Lines of the file counted so far: files were registered fresh above.
+            uint64_t base = state->file(c->file).lines;
             for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
             for (const LineEvent& e : c->events) {
               for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
@@ -352,7 +352,6 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                              c->groups.data() + me.group_begin, me.num_groups);
               }
             }
-            file_lines[c->file] += c->lines;
             state->file(c->file).lines += c->lines;
             AddCounters(&state->counters(), c->counters);
             pool.Put(std::move(owned));

@@ -200,7 +200,7 @@ size_t HeaderStart(std::string_view s, size_t kw, ParsedLine* line) {
     int64_t v;
     if (ConsumeInt(&num, &v) && num.empty() && c > 0) {
       // Could be the host:pid:tid itself (CALL lines have no [dev]).
-      if (ParseHostPidTid(tok, line) && tok.find(':') != c) {
+      if (ParseHostPidTid(tok, line)) {
         return start;
       }
       line->src_loc = tok;

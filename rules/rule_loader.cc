@@ -1,7 +1,6 @@
 #include "rules/rule_loader.h"
 
 #include <re2/filtered_re2.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <dirent.h>
