@@ -69,17 +69,19 @@ struct Ctx {
     f->remediation = c.remediation.Render(lookup);
   }
 
+  // Evidence in the order given: callers list the named subjects' lines first,
+  // then one line of the majority for contrast (the order is deterministic).
   void AddEvidence(Finding* f, const std::vector<const FactValue*>& values) const {
-    std::vector<const FactValue*> v = values;
-    std::sort(v.begin(), v.end(), [](const FactValue* a, const FactValue* b) {
-      if (a->evidence.file != b->evidence.file) return a->evidence.file < b->evidence.file;
-      return a->evidence.line < b->evidence.line;
-    });
-    for (const FactValue* fv : v) {
+    bool first = true;
+    for (const FactValue* fv : values) {
       if (f->evidence.size() >= kMaxEvidencePerFinding) break;
       if (fv->evidence.file >= 0) f->evidence.push_back(fv->evidence);
+      if (first || fv->seen.file < f->first.file ||
+          (fv->seen.file == f->first.file && fv->seen.line < f->first.line)) {
+        f->first = fv->seen;
+        first = false;
+      }
     }
-    if (!v.empty()) f->first = v.front()->seen;
   }
 
   // Values of a keyed or unkeyed fact per subject: key -> subject -> value.
