@@ -43,7 +43,9 @@ gen() {  # gen DIR SIZE_MB
 time_cmd() {
   local out=$1
   shift
-  /usr/bin/time -f '%e %M' -o "$out.one" "$@" >/dev/null 2>&1 || true
+  # Output goes to a file, not /dev/null: GNU grep stops at the first match when
+  # it sees /dev/null as its output, which would time nothing.
+  /usr/bin/time -f '%e %M' -o "$out.one" "$@" >"$out.stdout" 2>&1 || true
   tail -1 "$out.one" >>"$out"
 }
 
