@@ -312,9 +312,7 @@ void MissingRanks(Ctx& x) {
   for (const auto& kv : x.state.comms()) {
     const CommInfo& ci = kv.second;
     if (ci.nranks <= 1) continue;
-    std::set<int> seen = ci.ranks_started;
-    seen.insert(ci.ranks_completed.begin(), ci.ranks_completed.end());
-    seen.insert(ci.ranks_aborted.begin(), ci.ranks_aborted.end());
+    std::set<int> seen = ci.RanksSeen();
     int n = static_cast<int>(seen.size());
     // One rank's log, or a dump of a few ranks, is an excerpt, not a job with missing ranks.
     if (n < 2 || n >= ci.nranks || n * 2 < ci.nranks) continue;

@@ -92,6 +92,14 @@ struct CommInfo {
   std::set<int> ranks_completed;
   std::set<int> ranks_aborted;
   std::set<int> subjects;            // subject indices of members
+
+  // Every rank that logged an init, completion or abort line for this communicator.
+  std::set<int> RanksSeen() const {
+    std::set<int> seen = ranks_started;
+    seen.insert(ranks_completed.begin(), ranks_completed.end());
+    seen.insert(ranks_aborted.begin(), ranks_aborted.end());
+    return seen;
+  }
 };
 
 struct FileInfo {

@@ -197,9 +197,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.BeginObject();
     j.KV("id", ci.id);
     j.KVInt("nranks", ci.nranks);
-    std::set<int> seen = ci.ranks_started;
-    seen.insert(ci.ranks_completed.begin(), ci.ranks_completed.end());
-    seen.insert(ci.ranks_aborted.begin(), ci.ranks_aborted.end());
+    std::set<int> seen = ci.RanksSeen();
     j.KV("ranks_seen", CompactRanks(std::vector<int>(seen.begin(), seen.end())));
     j.KV("ranks_init_complete", CompactRanks(std::vector<int>(ci.ranks_completed.begin(), ci.ranks_completed.end())));
     std::set<std::string> hosts;

@@ -247,24 +247,13 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
     std::string_view raw(p, le - p);
     p = nl ? nl + 1 : end;
     c->counters.lines++;
-    std::string_view rest = raw;
-    ParsedLine first;
-    for (int piece = 0; piece < 8 && !rest.empty(); ++piece) {
-      ParsedLine pl;
-      std::string_view next;
-      c->parser.Parse(rest, &c->arena, &pl, &next);
+    c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
       if (piece == 0) {
-        first = pl;
         if (pl.binary) c->counters.binary_lines++;
         if (pl.had_nul) c->counters.nul_lines++;
         c->counters.family_lines[static_cast<int>(pl.family)]++;
       } else {
         c->counters.glued_lines++;
-        // Wrapper hints of the physical line hold for the glued part too.
-        if (pl.rank_hint < 0) pl.rank_hint = first.rank_hint;
-        if (pl.local_rank_hint < 0) pl.local_rank_hint = first.local_rank_hint;
-        if (pl.host_hint.empty()) pl.host_hint = first.host_hint;
-        if (pl.time < 0) pl.time = first.time;
       }
       if (pl.severity != 0 || pl.family == Family::kNccl ||
           (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
@@ -291,8 +280,7 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
       });
       uint32_t mend = static_cast<uint32_t>(c->matches.size());
       if (mend > mbegin) c->events.push_back(LineEvent{pl, index, mbegin, mend});
-      rest = next;
-    }
+    });
     ++index;
   }
   if (c->overlong) c->counters.overlong_lines++;

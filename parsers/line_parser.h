@@ -32,6 +32,31 @@ class LineParser {
   // sets *rest to a glued second line (empty if none).
   void Parse(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
 
+  // Parses one physical line into its logical lines (a glued second NCCL line
+  // included, up to kMaxGluedPieces) and calls fn(ParsedLine&, piece) for each;
+  // later pieces inherit the wrapper hints of the physical line.
+  static constexpr int kMaxGluedPieces = 8;
+  template <typename F>
+  void ParseEach(std::string_view raw, Arena* arena, F&& fn) {
+    ParsedLine first;
+    std::string_view rest = raw;
+    for (int piece = 0; piece < kMaxGluedPieces && !rest.empty(); ++piece) {
+      ParsedLine pl;
+      std::string_view next;
+      Parse(rest, arena, &pl, &next);
+      if (piece == 0) {
+        first = pl;
+      } else {
+        if (pl.rank_hint < 0) pl.rank_hint = first.rank_hint;
+        if (pl.local_rank_hint < 0) pl.local_rank_hint = first.local_rank_hint;
+        if (pl.host_hint.empty()) pl.host_hint = first.host_hint;
+        if (pl.time < 0) pl.time = first.time;
+      }
+      fn(pl, piece);
+      rest = next;
+    }
+  }
+
   // Stage 1 alone: strips outer wrappers, filling text and the hint fields.
   void Unwrap(std::string_view raw, Arena* arena, ParsedLine* out);
 

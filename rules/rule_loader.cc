@@ -473,14 +473,10 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       const CompiledRule& cr = set->rules_[idx];
       auto run = [&](const Example& ex, bool want) {
         arena.Reset();
-        std::string_view rest = ex.line.value;
         bool matched = false;
         std::map<std::string, std::string> got;
         ParsedLine first;
-        for (int piece = 0; piece < 4 && !rest.empty(); ++piece) {
-          ParsedLine pl;
-          std::string_view next;
-          parser.Parse(rest, &arena, &pl, &next);
+        parser.ParseEach(ex.line.value, &arena, [&](ParsedLine& pl, int piece) {
           if (piece == 0) first = pl;
           set->Match(pl, &ms, [&](int ri, const re2::StringPiece* g, int n) {
             if (ri != static_cast<int>(idx) || matched) return;
@@ -489,8 +485,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
               if (!cr.capture_names[i].empty()) got[cr.capture_names[i]] = std::string(g[i].data(), g[i].size());
             }
           });
-          rest = next;
-        }
+        });
         if (want && !matched) {
           im.Error(ex.line.pos, "E-SAMPLE-NO-MATCH", "rule " + cr.spec.id.value + " does not match its example",
                    std::string("the line was read as family '") + FamilyName(first.family) + "' with message '" +

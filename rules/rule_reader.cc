@@ -54,6 +54,26 @@ bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, std::strin
   return true;
 }
 
+bool RuleReader::Bool(const YAML::Node& n, const std::string& what, bool* out) {
+  std::string s;
+  if (!Scalar(n, what, &s)) return false;
+  if (s != "true" && s != "false") {
+    Error(Pos(n), "E-BAD-VALUE", what + " must be true or false");
+    return false;
+  }
+  *out = s == "true";
+  return true;
+}
+
+void RuleReader::Category(const YAML::Node& n, std::string* out) {
+  Located<std::string> c;
+  if (!Scalar(n, "category", &c)) return;
+  *out = c.value;
+  if (!kCategories.count(c.value)) {
+    Error(c.pos, "E-BAD-VALUE", "unknown category '" + c.value + "'", "see docs/rules.md §4");
+  }
+}
+
 bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out) {
   if (n.IsScalar()) {
     Located<std::string> l;
@@ -181,15 +201,8 @@ void RuleReader::ReadRule(const YAML::Node& n) {
       [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
         if (key == "id") Scalar(v, "id", &r.id);
         else if (key == "title") Scalar(v, "title", &r.title);
-        else if (key == "category") {
-          Located<std::string> c;
-          if (Scalar(v, "category", &c)) {
-            r.category = c.value;
-            if (!kCategories.count(c.value)) {
-              Error(c.pos, "E-BAD-VALUE", "unknown category '" + c.value + "'", "see docs/rules.md §4");
-            }
-          }
-        } else if (key == "family") {
+        else if (key == "category") Category(v, &r.category);
+        else if (key == "family") {
           have_family = Scalar(v, "family", &r.family_name);
         } else if (key == "pattern") {
           have_pattern = Scalar(v, "pattern", &r.pattern);
@@ -298,13 +311,8 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                std::string s;
                if (key == "id") Scalar(v, "id", &c.id);
                else if (key == "title") Scalar(v, "title", &c.title);
-               else if (key == "category") {
-                 Located<std::string> l;
-                 if (Scalar(v, "category", &l)) {
-                   c.category = l.value;
-                   if (!kCategories.count(l.value)) Error(l.pos, "E-BAD-VALUE", "unknown category '" + l.value + "'");
-                 }
-               } else if (key == "kind") Scalar(v, "kind", &c.kind);
+               else if (key == "category") Category(v, &c.category);
+               else if (key == "kind") Scalar(v, "kind", &c.kind);
                else if (key == "fact") Scalar(v, "fact", &c.fact);
                else if (key == "over") {
                  if (Scalar(v, "over", &s)) {
@@ -343,10 +351,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                    if (Scalar(x, "hosts_gt", &t)) c.job_hosts_gt = std::atoi(t.c_str());
                  });
                } else if (key == "silent_is_behind" || key == "ignore_unset") {
-                 if (Scalar(v, key, &s)) {
-                   if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
-                   (key == "ignore_unset" ? c.ignore_unset : c.silent_is_behind) = s == "true";
-                 }
+                 Bool(v, key, key == "ignore_unset" ? &c.ignore_unset : &c.silent_is_behind);
                } else if (key == "normal") {
                  std::vector<Located<std::string>> vals;
                  StringList(v, "normal", &vals);
@@ -395,10 +400,7 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                          "use one of: first, last, set, max, min, count");
                  }
                } else if (key == "keyed" || key == "hex") {
-                 if (Scalar(v, key, &s)) {
-                   if (s != "true" && s != "false") Error(Pos(v), "E-BAD-VALUE", key + " must be true or false");
-                   (key == "keyed" ? f.keyed : f.hex) = s == "true";
-                 }
+                 Bool(v, key, key == "keyed" ? &f.keyed : &f.hex);
                } else if (key == "key") {
                  if (Scalar(v, "key", &s)) {
                    if (s != "comm" && s != "pg" && s != "name") Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");

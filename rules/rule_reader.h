@@ -38,6 +38,8 @@ class RuleReader {
   SourcePos Pos(const YAML::Node& n) const;
   bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
   bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
+  bool Bool(const YAML::Node& n, const std::string& what, bool* out);
+  void Category(const YAML::Node& n, std::string* out);  // checked against the known categories
   bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
   // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
   template <typename F>

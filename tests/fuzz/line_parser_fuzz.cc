@@ -19,14 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (start <= all.size()) {
     size_t nl = all.find('\n', start);
     if (nl == std::string_view::npos) nl = all.size();
-    std::string_view rest = all.substr(start, nl - start);
-    for (int piece = 0; piece < 8 && !rest.empty(); ++piece) {
-      ncclscan::ParsedLine pl;
-      std::string_view next;
-      parser.Parse(rest, &arena, &pl, &next);
+    parser.ParseEach(all.substr(start, nl - start), &arena, [&](ncclscan::ParsedLine& pl, int) {
       if (rules) rules->Match(pl, &scratch, [](int, const re2::StringPiece*, int) {});
-      rest = next;
-    }
+    });
     start = nl + 1;
   }
   arena.Reset();
