@@ -234,9 +234,78 @@ size_t HeaderStart(std::string_view s, size_t kw, ParsedLine* line) {
 
 }  // namespace
 
+namespace {
+
+// Two lines glued together: a second "host:pid:tid [dev] NCCL INFO|WARN" inside
+// msg. Returns msg without it and sets *rest to it.
+std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
+  for (size_t n = Find(msg, "NCCL "); n != std::string_view::npos; n = Find(msg, "NCCL ", n + 1)) {
+    if (n == 0 || msg[n - 1] != ' ') continue;
+    size_t k = n - 1;
+    std::string_view after = msg.substr(k + 6);
+    if (!StartsWith(after, "INFO ") && !StartsWith(after, "WARN ")) continue;
+    ParsedLine tmp;
+    size_t h = HeaderStart(msg, k + 1, &tmp);
+    if (h != std::string_view::npos && h > 0 && !tmp.host.empty()) {
+      *rest = msg.substr(h);
+      return TrimSpace(msg.substr(0, h));
+    }
+  }
+  return msg;
+}
+
+// The common shape, parsed forwards: "host:pid:tid [dev] NCCL LEVEL " (or
+// without "[dev] ") at the very start. Returns false, leaving *line untouched,
+// for anything else; the general backwards parse then decides, and gives the
+// same result on the lines this accepts.
+bool ParseBareNcclHeader(ParsedLine* line, std::string_view* rest) {
+  std::string_view s = line->text;
+  const size_t n = s.size();
+  size_t i = 0;
+  const size_t host_limit = std::min<size_t>(n, 96);
+  while (i < host_limit && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
+  if (i == 0 || i >= host_limit || s[i] != ':') return false;
+  const size_t host_end = i;
+  int64_t num[2];
+  for (int part = 0; part < 2; ++part) {
+    size_t d = ++i;
+    int64_t v = 0;
+    while (i < n && IsDigit(s[i]) && i - d < 18) v = v * 10 + (s[i++] - '0');
+    if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
+    num[part] = v;
+  }
+  ++i;  // the space
+  int dev = -1;
+  if (i < n && s[i] == '[') {
+    size_t d = ++i;
+    int64_t v = 0;
+    while (i < n && IsDigit(s[i]) && i - d < 9) v = v * 10 + (s[i++] - '0');
+    if (i == d || i + 1 >= n || s[i] != ']' || s[i + 1] != ' ') return false;
+    dev = static_cast<int>(v);
+    i += 2;
+  }
+  if (n - i < 5 || std::memcmp(s.data() + i, "NCCL ", 5) != 0) return false;
+  std::string_view after = s.substr(i + 5);
+  for (const LevelWord& lw : kLevels) {
+    if (!StartsWith(after, lw.word)) continue;
+    line->host = s.substr(0, host_end);
+    line->pid = num[0];
+    line->tid = num[1];
+    line->dev = dev;
+    line->family = Family::kNccl;
+    line->level = lw.level;
+    line->message = SplitGlued(after.substr(lw.word.size()), rest);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   std::string_view s = line->text;
   *rest = {};
+  if (ParseBareNcclHeader(line, rest)) return true;
   if (StartsWith(s, "NCCL version ")) {
     line->family = Family::kNccl;
     line->level = NcclLevel::kVersion;
@@ -288,22 +357,7 @@ bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   if (hdr > 0) ParseNcclTimestamp(s.substr(0, hdr), line);
   line->family = Family::kNccl;
   line->level = level;
-  std::string_view msg = s.substr(msg_start);
-  // Two lines glued together: a second "host:pid:tid [dev] NCCL INFO|WARN" inside.
-  for (size_t n = Find(msg, "NCCL "); n != std::string_view::npos; n = Find(msg, "NCCL ", n + 1)) {
-    if (n == 0 || msg[n - 1] != ' ') continue;
-    size_t k = n - 1;
-    std::string_view after = msg.substr(k + 6);
-    if (!StartsWith(after, "INFO ") && !StartsWith(after, "WARN ")) continue;
-    ParsedLine tmp;
-    size_t h = HeaderStart(msg, k + 1, &tmp);
-    if (h != std::string_view::npos && h > 0 && !tmp.host.empty()) {
-      *rest = msg.substr(h);
-      msg = TrimSpace(msg.substr(0, h));
-      break;
-    }
-  }
-  line->message = msg;
+  line->message = SplitGlued(s.substr(msg_start), rest);
   return true;
 }
 

@@ -38,20 +38,24 @@ class LineParser {
   static constexpr int kMaxGluedPieces = 8;
   template <typename F>
   void ParseEach(std::string_view raw, Arena* arena, F&& fn) {
-    ParsedLine first;
-    std::string_view rest = raw;
-    for (int piece = 0; piece < kMaxGluedPieces && !rest.empty(); ++piece) {
-      ParsedLine pl;
+    ParsedLine pl;
+    std::string_view rest;
+    Parse(raw, arena, &pl, &rest);
+    if (rest.empty()) {  // nearly every line: one piece
+      fn(pl, 0);
+      return;
+    }
+    const int rank = pl.rank_hint, local_rank = pl.local_rank_hint;
+    const std::string_view host = pl.host_hint;
+    const double time = pl.time;
+    fn(pl, 0);
+    for (int piece = 1; piece < kMaxGluedPieces && !rest.empty(); ++piece) {
       std::string_view next;
       Parse(rest, arena, &pl, &next);
-      if (piece == 0) {
-        first = pl;
-      } else {
-        if (pl.rank_hint < 0) pl.rank_hint = first.rank_hint;
-        if (pl.local_rank_hint < 0) pl.local_rank_hint = first.local_rank_hint;
-        if (pl.host_hint.empty()) pl.host_hint = first.host_hint;
-        if (pl.time < 0) pl.time = first.time;
-      }
+      if (pl.rank_hint < 0) pl.rank_hint = rank;
+      if (pl.local_rank_hint < 0) pl.local_rank_hint = local_rank;
+      if (pl.host_hint.empty()) pl.host_hint = host;
+      if (pl.time < 0) pl.time = time;
       fn(pl, piece);
       rest = next;
     }

@@ -3,6 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace ncclscan {
 
 bool ConsumeInt(std::string_view* s, int64_t* out) {
@@ -22,17 +26,33 @@ bool ConsumeInt(std::string_view* s, int64_t* out) {
 size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
   if (lit.empty()) return from <= s.size() ? from : std::string_view::npos;
   if (from > s.size() || lit.size() > s.size() - from) return std::string_view::npos;
-  size_t piv = 0;
-  while (piv + 1 < lit.size() && (lit[piv] == ' ' || lit[piv] == '\t')) ++piv;
   const char* base = s.data();
-  const char* p = base + from + piv;
-  const char* last = base + s.size() - lit.size() + piv;  // last possible pivot position
-  while (p <= last) {
-    p = static_cast<const char*>(std::memchr(p, lit[piv], last - p + 1));
-    if (!p) return std::string_view::npos;
-    const char* start = p - piv;
-    if (std::memcmp(start, lit.data(), lit.size()) == 0) return start - base;
-    ++p;
+  const size_t m = lit.size();
+  if (m == 1) {
+    const void* p = std::memchr(base + from, lit[0], s.size() - from);
+    return p ? static_cast<const char*>(p) - base : std::string_view::npos;
+  }
+  // Wojciech Mula's SIMD substring search: positions where both the first and
+  // the last byte of lit match, 16 at a time; only those are compared whole.
+  size_t i = from;
+  const size_t last = s.size() - m;  // last possible start
+#ifdef __SSE2__
+  const __m128i first_b = _mm_set1_epi8(lit[0]), last_b = _mm_set1_epi8(lit[m - 1]);
+  for (; i + 16 <= last + 1; i += 16) {
+    __m128i f = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
+    __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + m - 1));
+    unsigned mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(f, first_b), _mm_cmpeq_epi8(l, last_b))));
+    for (; mask; mask &= mask - 1) {
+      size_t k = i + static_cast<size_t>(__builtin_ctz(mask));
+      if (std::memcmp(base + k + 1, lit.data() + 1, m - 2) == 0) return k;
+    }
+  }
+#endif
+  for (; i <= last; ++i) {
+    if (base[i] == lit[0] && base[i + m - 1] == lit[m - 1] && std::memcmp(base + i + 1, lit.data() + 1, m - 2) == 0) {
+      return i;
+    }
   }
   return std::string_view::npos;
 }

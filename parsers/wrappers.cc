@@ -64,8 +64,8 @@ ByteScan ScanBytes(std::string_view s) {
     __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x);
     __m128i br = _mm_cmpeq_epi8(x, kBracket);
-    if (_mm_movemask_epi8(_mm_or_si128(ctl, br)) == 0) continue;
-    for (size_t k = i; k < i + 16; ++k) one(k);
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(ctl, br)));
+    for (; mask; mask &= mask - 1) one(i + static_cast<size_t>(__builtin_ctz(mask)));
   }
 #endif
   for (; i < n; ++i) one(i);

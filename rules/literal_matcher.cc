@@ -2,24 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace ncclscan {
 
 namespace {
 
 uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
-
-// The same folding is applied to atoms and text: OR 0x20 lower-cases letters
-// (and merges a few punctuation pairs, which only adds verified candidates).
-// 12-bit hash: the shift table (4 KiB) stays in L1. The scan is a chain of
-// dependent loads (the next position depends on this shift), so a 64 KiB table
-// that lives in L2 made it several times slower despite fewer collisions.
-constexpr uint32_t kHashBits = 12;
-constexpr uint32_t kTableSize = 1u << kHashBits;
-uint32_t BlockHash(const unsigned char* p) {
-  uint32_t w = (p[0] | p[1] << 8 | p[2] << 16) | 0x202020u;
-  return (w * 0x9E3779B1u) >> (32 - kHashBits);
-}
+uint8_t Upper(uint8_t c) { return (c >= 'a' && c <= 'z') ? c - 32 : c; }
 
 bool EqualsFolded(const unsigned char* text, const std::string& atom) {
   for (size_t k = 0; k < atom.size(); ++k) {
@@ -27,6 +17,16 @@ bool EqualsFolded(const unsigned char* text, const std::string& atom) {
   }
   return true;
 }
+
+constexpr uint64_t kFold = 0x2020202020202020ull;
+
+uint64_t Load64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint64_t SlotHash(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 
 }  // namespace
 
@@ -38,72 +38,140 @@ int LiteralMatcher::Add(std::string_view atom) {
 }
 
 void LiteralMatcher::Build() {
-  tiny_atoms_.clear();
-  m_ = 0;
+  empty_atoms_.clear();
+  short_atoms_.clear();
+  long_atoms_.clear();
+  std::vector<int> longs;
   for (size_t i = 0; i < atoms_.size(); ++i) {
-    size_t n = atoms_[i].size();
-    if (n < kBlock) tiny_atoms_.push_back(static_cast<int>(i));
-    else if (m_ == 0 || n < m_) m_ = n;
+    const int id = static_cast<int>(i);
+    if (atoms_[i].empty()) empty_atoms_.push_back(id);
+    else if (atoms_[i].size() < kPositions) short_atoms_.push_back(id);
+    else longs.push_back(id);
   }
-  m_ = std::min<size_t>(m_, 255);
-  const uint8_t def = static_cast<uint8_t>(m_ >= kBlock ? m_ - kBlock + 1 : 1);
-  shift_.assign(kTableSize, def);
-  std::vector<std::vector<int>> buckets(kTableSize);
-  for (size_t i = 0; i < atoms_.size(); ++i) {
-    const auto* a = reinterpret_cast<const unsigned char*>(atoms_[i].data());
-    if (atoms_[i].size() < kBlock) continue;
-    // Blocks of the atom's m-byte prefix; the last one has shift 0.
-    for (size_t q = kBlock - 1; q < m_; ++q) {
-      uint32_t h = BlockHash(a + q - (kBlock - 1));
-      shift_[h] = std::min<uint8_t>(shift_[h], static_cast<uint8_t>(m_ - 1 - q));
+
+  // Buckets: short atoms constrain few positions and fire often, so they get
+  // their own bucket; long atoms are sorted by fingerprint (atoms with the same
+  // letters at the same positions keep a bucket sharp) and cut into equal runs.
+  std::stable_sort(longs.begin(), longs.end(),
+                   [&](int x, int y) { return atoms_[x].compare(0, kPositions, atoms_[y], 0, kPositions) < 0; });
+  std::vector<std::vector<int>> buckets(kBuckets);
+  const int first_long = short_atoms_.empty() ? 0 : 1;
+  if (!short_atoms_.empty()) buckets[0] = short_atoms_;
+  for (size_t k = 0; k < longs.size(); ++k) {
+    buckets[first_long + k * (kBuckets - first_long) / longs.size()].push_back(longs[k]);
+  }
+  short_buckets_ = short_atoms_.empty() ? 0 : 1;
+
+  table_.assign(kTableSize, ~uint64_t{0});
+  const uint32_t next_mask = (1u << kNextBits) - 1;
+  for (int b = 0; b < kBuckets; ++b) {
+    for (int id : buckets[b]) {
+      const std::string& a = atoms_[id];
+      const size_t fp = std::min<size_t>(a.size(), kPositions);
+      const size_t wild = kPositions - fp;  // leading positions that accept anything
+      for (size_t j = 0; j < kPositions; ++j) {
+        const uint64_t bit = uint64_t{1} << (8 * j + b);
+        if (j < wild) {
+          for (uint64_t& t : table_) t &= ~bit;
+          continue;
+        }
+        const size_t k = j - wild;
+        const uint8_t c = static_cast<uint8_t>(a[k]);
+        // The next byte's low bits do not depend on its case; past the atom's
+        // end any next byte is accepted.
+        for (uint32_t nb = 0; nb <= next_mask; ++nb) {
+          if (k + 1 < a.size() && nb != (static_cast<uint8_t>(a[k + 1]) & next_mask)) continue;
+          table_[c | nb << 8] &= ~bit;
+          table_[Upper(c) | nb << 8] &= ~bit;
+        }
+      }
     }
-    buckets[BlockHash(a + m_ - kBlock)].push_back(static_cast<int>(i));
   }
-  bucket_begin_.assign(kTableSize + 1, 0);
-  bucket_atoms_.clear();
-  for (uint32_t h = 0; h < kTableSize; ++h) {
-    bucket_begin_[h] = static_cast<uint32_t>(bucket_atoms_.size());
-    bucket_atoms_.insert(bucket_atoms_.end(), buckets[h].begin(), buckets[h].end());
+
+  // Confirmation table for long atoms, keyed by their folded first 8 bytes.
+  std::map<uint64_t, std::vector<int>> by_key;
+  for (int id : longs) by_key[Load64(reinterpret_cast<const unsigned char*>(atoms_[id].data())) | kFold].push_back(id);
+  size_t cap = 16;
+  while (cap < by_key.size() * 4) cap *= 2;
+  slot_shift_ = 64 - __builtin_ctzll(cap);
+  slots_.assign(cap, Slot());
+  for (const auto& [key, ids] : by_key) {
+    size_t h = SlotHash(key) >> slot_shift_;
+    while (slots_[h].key) h = (h + 1) & (cap - 1);
+    slots_[h].key = key;
+    slots_[h].begin = static_cast<uint32_t>(long_atoms_.size());
+    long_atoms_.insert(long_atoms_.end(), ids.begin(), ids.end());
+    slots_[h].end = static_cast<uint32_t>(long_atoms_.size());
   }
-  bucket_begin_[kTableSize] = static_cast<uint32_t>(bucket_atoms_.size());
+}
+
+void LiteralMatcher::Report(int id, std::vector<int>* ids, std::vector<uint8_t>* seen) const {
+  (*seen)[id] = 1;
+  ids->push_back(id);
+}
+
+void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint32_t buckets, std::vector<int>* ids,
+                             std::vector<uint8_t>* seen) const {
+  if (buckets & short_buckets_) {
+    for (int id : short_atoms_) {
+      const std::string& a = atoms_[id];
+      if ((*seen)[id] || end + 1 < a.size()) continue;
+      if (EqualsFolded(p + end + 1 - a.size(), a)) Report(id, ids, seen);
+    }
+  }
+  if ((buckets & ~short_buckets_) && end + 1 >= kPositions) {
+    const size_t start = end + 1 - kPositions;
+    const uint64_t key = Load64(p + start) | kFold;
+    for (size_t h = SlotHash(key) >> slot_shift_; slots_[h].key; h = (h + 1) & (slots_.size() - 1)) {
+      if (slots_[h].key != key) continue;
+      for (uint32_t k = slots_[h].begin; k < slots_[h].end; ++k) {
+        int id = long_atoms_[k];
+        const std::string& a = atoms_[id];
+        if (!(*seen)[id] && a.size() <= n - start && EqualsFolded(p + start, a)) Report(id, ids, seen);
+      }
+      break;
+    }
+  }
 }
 
 void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const {
   if (atoms_.empty()) return;
   seen->resize(atoms_.size());
   const size_t first_new = ids->size();
+  for (int id : empty_atoms_) Report(id, ids, seen);
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
-  if (m_ >= kBlock && n >= m_) {
-    const uint8_t* shift = shift_.data();
-    size_t pos = m_ - 1;  // last byte of the window
-    while (pos < n) {
-      uint32_t h = BlockHash(p + pos - (kBlock - 1));
-      uint8_t s = shift[h];
-      if (s) {
-        pos += s;
-        continue;
-      }
-      const size_t start = pos + 1 - m_;
-      for (uint32_t k = bucket_begin_[h]; k < bucket_begin_[h + 1]; ++k) {
-        int id = bucket_atoms_[k];
-        const std::string& a = atoms_[id];
-        if ((*seen)[id] || a.size() > n - start || !EqualsFolded(p + start, a)) continue;
-        (*seen)[id] = 1;
-        ids->push_back(id);
-      }
-      ++pos;
+  const uint64_t* table = table_.data();
+  auto super = [p](size_t i) {  // byte i and the low bits of byte i+1 (needs i + 1 < n)
+    uint16_t w;
+    std::memcpy(&w, p + i, 2);
+    return w & (kTableSize - 1);
+  };
+  // The state starts as "every prefix matched": positions before the text act
+  // as wildcards, which only adds candidates (Confirm checks bounds).
+  uint64_t d = 0;
+  size_t i = 0;
+  // Eight bytes per step: the state's top bytes are ANDed into `acc`, and only a
+  // step in which some fingerprint ended is replayed byte by byte.
+  for (; i + 9 <= n; i += 8) {
+    const uint64_t d0 = d;
+    uint64_t acc = ~uint64_t{0};
+    for (int k = 0; k < 8; ++k) {
+      d = (d << 8) | table[super(i + k)];
+      acc &= d;
+    }
+    if ((acc >> 56) == 0xFF) continue;
+    d = d0;
+    for (int k = 0; k < 8; ++k) {
+      d = (d << 8) | table[super(i + k)];
+      uint32_t hit = static_cast<uint32_t>(~d >> 56);
+      if (hit) Confirm(p, n, i + k, hit, ids, seen);
     }
   }
-  for (int id : tiny_atoms_) {
-    const std::string& a = atoms_[id];
-    for (size_t k = 0; k + a.size() <= n; ++k) {
-      if (EqualsFolded(p + k, a)) {
-        (*seen)[id] = 1;
-        ids->push_back(id);
-        break;
-      }
-    }
+  for (; i < n; ++i) {
+    d = (d << 8) | table[i + 1 < n ? super(i) : p[i]];
+    uint32_t hit = static_cast<uint32_t>(~d >> 56);
+    if (hit) Confirm(p, n, i, hit, ids, seen);
   }
   for (size_t k = first_new; k < ids->size(); ++k) (*seen)[(*ids)[k]] = 0;
 }

@@ -1,11 +1,20 @@
 // LiteralMatcher: finds which prefilter atoms (each rule's key literals,
 // lower-case) occur in a line, case-insensitively.
 //
-// Wu-Manber multi-pattern search: a window of m bytes (m = the shortest atom,
-// at least 3) slides over the line; the hash of its last 3 bytes indexes a shift
-// table, so on ordinary text the window jumps up to m-2 bytes at a time and only
-// windows whose tail is the tail of some atom's m-byte prefix are verified. On
-// NCCL logs this looks at a few dozen windows per line instead of every byte.
+// Bucketed shift-or after Hyperscan's FDR. Every atom has an 8-position
+// fingerprint (its first 8 bytes; a shorter atom is right-aligned behind
+// wildcards) and one of 8 buckets. A 64-bit state holds, per fingerprint
+// position, one bit per bucket; each text byte costs a table load, a shift and
+// an OR, with no data-dependent branch:
+//
+//   D = (D << 8) | table[byte + 3 bits of the next byte]
+//   top byte of D has bit b clear  <=>  a bucket-b fingerprint may end here
+//
+// The table is indexed by a "super-character" (the byte and the low 3 bits of
+// the byte after it), which keeps the buckets' fingerprints sharp although each
+// holds many atoms. A candidate end is confirmed through a hash of the 8 bytes
+// before it (atoms of 8+ bytes) or a short list (shorter atoms), then the
+// whole atom is compared.
 //
 // Thread-safety: immutable after Build(); FindAll() is const.
 #ifndef NCCLSCAN_RULES_LITERAL_MATCHER_H_
@@ -30,13 +39,29 @@ class LiteralMatcher {
   void FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const;
 
  private:
-  static constexpr int kBlock = 3;
+  static constexpr int kPositions = 8;   // fingerprint length: one state byte each
+  static constexpr int kBuckets = 8;     // bits per state byte
+  static constexpr int kNextBits = 3;    // bits of the following byte in a super-character
+  static constexpr int kTableSize = 256 << kNextBits;
+
+  // Confirms the candidates whose fingerprint ends at text[end].
+  void Confirm(const unsigned char* p, size_t n, size_t end, uint32_t buckets, std::vector<int>* ids,
+               std::vector<uint8_t>* seen) const;
+  void Report(int id, std::vector<int>* ids, std::vector<uint8_t>* seen) const;
+
   std::vector<std::string> atoms_;
-  std::vector<int> tiny_atoms_;          // shorter than kBlock: plain scan
-  size_t m_ = 0;                         // window length
-  std::vector<uint8_t> shift_;           // by block hash
-  std::vector<uint32_t> bucket_begin_;   // CSR: atoms whose prefix ends with block hash h
-  std::vector<int32_t> bucket_atoms_;
+  std::vector<uint64_t> table_;    // [super-character]: bit (8*j + b) clear = accepted at position j by bucket b
+  uint32_t short_buckets_ = 0;     // buckets holding atoms shorter than kPositions
+  std::vector<int32_t> short_atoms_;
+  // Atoms of kPositions+ bytes by their first 8 bytes OR 0x20 (open addressing).
+  struct Slot {
+    uint64_t key = 0;  // 0 = empty (a folded key has no zero byte)
+    uint32_t begin = 0, end = 0;  // range in long_atoms_
+  };
+  std::vector<Slot> slots_;
+  int slot_shift_ = 64;
+  std::vector<int32_t> long_atoms_;
+  std::vector<int32_t> empty_atoms_;  // "" occurs in every text
 };
 
 }  // namespace ncclscan

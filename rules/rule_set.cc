@@ -92,14 +92,16 @@ bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::S
     prev_pos = pos;
     from = pos;
     size_t b, e;
+    // The token is the run of non-blank bytes next to the anchor (plain loops:
+    // find_first_of calls memchr once per byte).
     if (f.before) {
       e = pos;
-      b = text.find_last_of(" \t", e == 0 ? 0 : e - 1);
-      b = (b == std::string_view::npos || e == 0) ? 0 : b + 1;
+      b = e;
+      while (b > 0 && !IsSpace(text[b - 1])) --b;
     } else {
       b = pos + a.size();
-      e = text.find_first_of(" \t", b);
-      if (e == std::string_view::npos) e = text.size();
+      e = b;
+      while (e < text.size() && !IsSpace(text[e])) ++e;
     }
     if (b >= e) return false;  // an anchor with no token next to it
     groups[i + 1] = re2::StringPiece(text.data() + b, e - b);

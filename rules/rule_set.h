@@ -99,6 +99,8 @@ class RuleSet {
   int FindFact(std::string_view name) const;
   const CompiledRule* FindRule(std::string_view id) const;
   const CompiledCorrelation* FindCorrelation(std::string_view id) const;
+  // The prefilter over every rule's key atoms (exposed for benchmarks and tests).
+  const LiteralMatcher& matcher() const { return matcher_; }
 
   // Calls on_match(rule_index, groups, num_groups) for every rule matching line;
   // groups[0] is the whole match, groups[i] the i-th capture (empty if unset).
