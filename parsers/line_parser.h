@@ -38,6 +38,7 @@ class LineParser {
   static constexpr int kMaxGluedPieces = 8;
   template <typename F>
   void ParseEach(std::string_view raw, Arena* arena, F&& fn) {
+    if (raw.empty()) return;
     ParsedLine pl;
     std::string_view rest;
     Parse(raw, arena, &pl, &rest);

@@ -187,6 +187,71 @@ TEST(LineParser, SplitsTwoGluedNcclLines) {
   EXPECT_TRUE(rest2.empty());
 }
 
+// Regression: ParseEach reported an empty physical line as one "other" line,
+// which changed the per-family counts.
+TEST(LineParser, ParseEachSkipsEmptyLinesAndInheritsHintsAcrossGluedPieces) {
+  LineParser parser;
+  Arena arena;
+  int calls = 0;
+  parser.ParseEach("", &arena, [&](ParsedLine&, int) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  std::vector<std::pair<std::string, int>> got;
+  parser.ParseEach("[rank3]:n1:1:1 [0] NCCL INFO Using network IB n2:2:2 [1] NCCL INFO Using network Socket", &arena,
+                   [&](ParsedLine& pl, int piece) {
+                     got.emplace_back(std::string(pl.message), pl.rank_hint);
+                     EXPECT_EQ(piece, static_cast<int>(got.size()) - 1);
+                   });
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], std::make_pair(std::string("Using network IB"), 3));
+  EXPECT_EQ(got[1], std::make_pair(std::string("Using network Socket"), 3));
+}
+
+// The forward fast path for "host:pid:tid [dev] NCCL LEVEL" must agree with the
+// general backwards parse, which a leading blank forces.
+TEST(LineParser, BareHeaderFastPathAgreesWithGeneralParse) {
+  const std::vector<std::string> lines = {
+      "gpu-a17:48213:48213 [3] NCCL INFO AllReduce: opCount 2f sendbuff 0x7f comm 0x55 [nranks=16] stream 0x55",
+      "n1:77:77 NCCL CALL ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0,0x55d0)",
+      "n1:77:78 [0] NCCL WARN Cuda failure 'out of memory'",
+      "n1:77:78 [0] NCCL TRACE 1523.041870 ncclProxyProgress:1 x",
+      "n1:77:78 [0] NCCL ABORT",
+      "n1:77:78 [0] NCCL ABORT x",
+      "n1:77:78 [12345] NCCL INFO x NCCL INFO y",
+      "n1:77:78 [0] NCCL INFO Using network IB n2:2:2 [1] NCCL INFO Using network Socket",
+      "n1:99999999999999999999:1 [0] NCCL INFO huge pid",
+      "n1:1:99999999999999999 [0] NCCL INFO huge tid",
+      "n1:1:2 [99999999999] NCCL INFO huge dev",
+      "n1:1:2 [] NCCL INFO empty dev",
+      "n1:1:2 [0]NCCL INFO no blank",
+      "n1:1:2  [0] NCCL INFO two blanks",
+      "n1:1:2 [0] NCCL  INFO two blanks",
+      "n1:1:2 [0] NCCL INFOx",
+      "n1:1:2 [0] misc/socket.cc:50 NCCL WARN file and line",
+      "nccl-host:1:2 [0] NCCL INFO host named nccl",
+      "a:b:1:2 [0] NCCL INFO colon in host",
+      "n1:1:2 [0] NCCL INFO",
+      "n1:1:2 [0] NCCL WARN ",
+  };
+  for (const std::string& raw : lines) {
+    ParsedLine fast, slow;
+    std::string_view rest_fast, rest_slow;
+    fast.text = raw;
+    std::string padded = " " + raw;
+    slow.text = padded;
+    bool ok_fast = ParseNcclHeader(&fast, &rest_fast);
+    bool ok_slow = ParseNcclHeader(&slow, &rest_slow);
+    EXPECT_EQ(ok_fast, ok_slow) << raw;
+    EXPECT_EQ(fast.host, slow.host) << raw;
+    EXPECT_EQ(fast.pid, slow.pid) << raw;
+    EXPECT_EQ(fast.tid, slow.tid) << raw;
+    EXPECT_EQ(fast.dev, slow.dev) << raw;
+    EXPECT_EQ(fast.level, slow.level) << raw;
+    EXPECT_EQ(fast.message, slow.message) << raw;
+    EXPECT_EQ(fast.src_loc, slow.src_loc) << raw;
+    EXPECT_EQ(rest_fast, rest_slow) << raw;
+  }
+}
+
 TEST(LineParser, BinaryLineIsFlaggedNotMatched) {
   LineParser parser;
   Arena arena;
