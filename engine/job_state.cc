@@ -53,14 +53,6 @@ bool SeenBefore(const Seen& a, const Seen& b) {
   return a.line < b.line;
 }
 
-int CompareNumeric(std::string_view a, std::string_view b, bool hex) {
-  long double x, y;
-  bool ok_a = ParseNumber(a, hex, &x), ok_b = ParseNumber(b, hex, &y);
-  if (ok_a && ok_b) return x < y ? -1 : (x > y ? 1 : 0);
-  if (ok_a != ok_b) return ok_a ? 1 : -1;  // numbers beat junk
-  return a.compare(b);
-}
-
 void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
   switch (spec.merge) {
     case MergeMode::kFirst:

@@ -32,27 +32,30 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
     const void* p = std::memchr(base + from, lit[0], s.size() - from);
     return p ? static_cast<const char*>(p) - base : std::string_view::npos;
   }
-  // Wojciech Mula's SIMD substring search: positions where both the first and
-  // the last byte of lit match, 16 at a time; only those are compared whole.
+  // Wojciech Mula's SIMD substring search: positions where two bytes of lit
+  // match, 16 at a time; only those are compared whole. The two bytes are its
+  // first and last non-blank ones: a blank is next to every word.
+  size_t b0 = 0, b1 = m - 1;
+  while (b0 < m - 1 && IsSpace(lit[b0])) ++b0;
+  while (b1 > b0 + 1 && IsSpace(lit[b1])) --b1;
+  if (b1 <= b0) b0 = 0, b1 = m - 1;
   size_t i = from;
   const size_t last = s.size() - m;  // last possible start
 #ifdef __SSE2__
-  const __m128i first_b = _mm_set1_epi8(lit[0]), last_b = _mm_set1_epi8(lit[m - 1]);
+  const __m128i v0 = _mm_set1_epi8(lit[b0]), v1 = _mm_set1_epi8(lit[b1]);
   for (; i + 16 <= last + 1; i += 16) {
-    __m128i f = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
-    __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + m - 1));
+    __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + b0));
+    __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + b1));
     unsigned mask = static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(f, first_b), _mm_cmpeq_epi8(l, last_b))));
+        _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(x0, v0), _mm_cmpeq_epi8(x1, v1))));
     for (; mask; mask &= mask - 1) {
       size_t k = i + static_cast<size_t>(__builtin_ctz(mask));
-      if (std::memcmp(base + k + 1, lit.data() + 1, m - 2) == 0) return k;
+      if (std::memcmp(base + k, lit.data(), m) == 0) return k;
     }
   }
 #endif
   for (; i <= last; ++i) {
-    if (base[i] == lit[0] && base[i + m - 1] == lit[m - 1] && std::memcmp(base + i + 1, lit.data() + 1, m - 2) == 0) {
-      return i;
-    }
+    if (base[i + b0] == lit[b0] && base[i + b1] == lit[b1] && std::memcmp(base + i, lit.data(), m) == 0) return i;
   }
   return std::string_view::npos;
 }
@@ -92,6 +95,50 @@ bool ParseNumber(std::string_view s, bool hex, long double* out) {
   }
   *out = neg ? -v : v;
   return true;
+}
+
+namespace {
+
+// Plain digit strings of up to 16 digits (the COLL opCount case, once a line)
+// compare without parsing: drop leading zeros, then by length, then by digit.
+// Returns false when either is anything else.
+bool CompareDigits(std::string_view a, std::string_view b, bool hex, int* out) {
+  if (a.empty() || b.empty() || a.size() > 16 || b.size() > 16) return false;
+  auto digit = [hex](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (hex && c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (hex && c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (char c : a) if (digit(c) < 0) return false;
+  for (char c : b) if (digit(c) < 0) return false;
+  while (a.size() > 1 && a[0] == '0') a.remove_prefix(1);
+  while (b.size() > 1 && b[0] == '0') b.remove_prefix(1);
+  if (a.size() != b.size()) {
+    *out = a.size() < b.size() ? -1 : 1;
+    return true;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    int x = digit(a[i]), y = digit(b[i]);
+    if (x != y) {
+      *out = x < y ? -1 : 1;
+      return true;
+    }
+  }
+  *out = 0;
+  return true;
+}
+
+}  // namespace
+
+int CompareNumeric(std::string_view a, std::string_view b, bool hex) {
+  int fast;
+  if (CompareDigits(a, b, hex, &fast)) return fast;
+  long double x, y;
+  bool ok_a = ParseNumber(a, hex, &x), ok_b = ParseNumber(b, hex, &y);
+  if (ok_a && ok_b) return x < y ? -1 : (x > y ? 1 : 0);
+  if (ok_a != ok_b) return ok_a ? 1 : -1;  // numbers beat junk
+  return a.compare(b);
 }
 
 double SecondsOfYear(int month, int day, int hour, int minute, double second) {

@@ -35,6 +35,9 @@ std::string_view TrimSpace(std::string_view s);
 // Parses a whole string as a signed decimal, or hex with 0x prefix (or when
 // hex is true). Returns false on junk.
 bool ParseNumber(std::string_view s, bool hex, long double* out);
+// Orders two values as numbers (ParseNumber); a number sorts above junk, junk
+// compares as text. Returns <0, 0 or >0.
+int CompareNumeric(std::string_view a, std::string_view b, bool hex);
 
 // Seconds since January 1 00:00 of an unknown year; used only for ordering.
 double SecondsOfYear(int month, int day, int hour, int minute, double second);

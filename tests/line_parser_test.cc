@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "parsers/path_hints.h"
 #include "parsers/text_util.h"
 
@@ -271,6 +273,41 @@ TEST(LineParser, NulBytesAreDroppedSoTheLineStillParses) {
   parser.Parse(raw, &arena, &pl, &rest);
   EXPECT_EQ(pl.family, Family::kNccl);
   EXPECT_EQ(pl.message, "Using network IB");
+}
+
+// Property test: the SIMD substring search agrees with std::string_view::find
+// for every needle length, start offset and blank placement.
+TEST(TextUtil, FindLiteralAgreesWithFind) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "ab c:";
+  for (int round = 0; round < 20000; ++round) {
+    std::string hay, lit;
+    size_t hn = rng() % 70, ln = rng() % 7;
+    for (size_t i = 0; i < hn; ++i) hay += alphabet[rng() % alphabet.size()];
+    for (size_t i = 0; i < ln; ++i) lit += alphabet[rng() % alphabet.size()];
+    size_t from = rng() % (hn + 2);
+    ASSERT_EQ(FindLiteral(hay, lit, from), std::string_view(hay).find(lit, from))
+        << "'" << hay << "' '" << lit << "' from " << from;
+  }
+}
+
+// Property test: the digit-string fast path of CompareNumeric orders like the
+// parsed long doubles it replaces (hex and decimal, leading zeros, junk).
+TEST(TextUtil, CompareNumericAgreesWithParsedValues) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "0019afAFx- ";
+  auto sign = [](int v) { return (v > 0) - (v < 0); };
+  for (int round = 0; round < 20000; ++round) {
+    std::string a, b;
+    size_t an = rng() % 18, bn = rng() % 18;
+    for (size_t i = 0; i < an; ++i) a += alphabet[rng() % (round % 2 ? 8 : alphabet.size())];
+    for (size_t i = 0; i < bn; ++i) b += alphabet[rng() % (round % 2 ? 8 : alphabet.size())];
+    bool hex = rng() % 2;
+    long double x, y;
+    bool ok_a = ParseNumber(a, hex, &x), ok_b = ParseNumber(b, hex, &y);
+    int want = ok_a && ok_b ? (x < y ? -1 : (x > y ? 1 : 0)) : (ok_a != ok_b ? (ok_a ? 1 : -1) : sign(a.compare(b)));
+    ASSERT_EQ(sign(CompareNumeric(a, b, hex)), want) << "'" << a << "' '" << b << "' hex " << hex;
+  }
 }
 
 // Regression: huge hour values wrapped to negative ints and produced bogus times.
