@@ -154,7 +154,7 @@ void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
   if (files_[file].path_rank >= 0) sub.rank_hints[files_[file].path_rank]++;
 }
 
-int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous) {
+int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous, int64_t weight) {
   if (capture_rank >= 0) {
     int s = RankSubject(capture_rank);
     previous_subject_[file] = s;
@@ -165,8 +165,8 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   if (!line.host.empty() && line.pid >= 0) {
     int s = ProcessSubject(line.host, line.pid);
     Subject& sub = subjects_[s];
-    if (line.rank_hint >= 0) sub.rank_hints[line.rank_hint]++;
-    if (f.path_rank >= 0) sub.rank_hints[f.path_rank]++;
+    if (line.rank_hint >= 0) sub.rank_hints[line.rank_hint] += weight;
+    if (f.path_rank >= 0) sub.rank_hints[f.path_rank] += weight;
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
     return s;
   }
@@ -199,12 +199,19 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   return idx;
 }
 
-void JobState::SetFact(Subject* s, int fact, std::string_view key, std::string_view value, const EvidenceRef& ev,
-                       const Seen& seen) {
+void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
+                       const EvidenceRef& ev, const Seen& seen) {
   const FactSpec& spec = rules_->facts()[fact];
+  Subject* s = &subjects_[si];
   FactValue* fv;
   bool fresh;
   if (spec.keyed) {
+    // Communicator keys are pointers until an Init line names the commId.
+    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < comm_ptr_.size()) {
+      auto it = comm_ptr_[si].find(key);
+      if (it != comm_ptr_[si].end()) key = it->second;
+    }
+    if (key.empty()) key = "-";
     auto& m = s->keyed[fact];
     auto it = m.find(key);
     fresh = it == m.end();
@@ -215,7 +222,7 @@ void JobState::SetFact(Subject* s, int fact, std::string_view key, std::string_v
     s->has_fact[fact] = true;
     fv = &s->facts[fact];
   }
-  fv->count++;
+  fv->count += count;
   bool take = fresh;
   switch (spec.merge) {
     case MergeMode::kFirst: break;
@@ -245,38 +252,8 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   const CompiledRule& r = rules_->rules()[rule_idx];
   counters_.matched_lines++;
 
-  // Template variables: captures, then lookups derived from them.
-  struct Vars {
-    const CompiledRule& r;
-    const re2::StringPiece* groups;
-    int num_groups;
-    std::string_view Group(int i) const {
-      if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
-      return std::string_view(groups[i].data(), groups[i].size());
-    }
-    void operator()(const std::string& name, std::string* out) const {
-      for (const CompiledLookup& lk : r.lookups) {
-        if (lk.name != name) continue;
-        auto it = lk.map.find(Group(lk.from_capture));
-        if (it != lk.map.end()) out->append(it->second);
-        else lk.default_value.RenderTo(out, *this);
-        return;
-      }
-      std::string_view c = Group(r.CaptureIndex(name));
-      out->append(c.data(), c.size());
-    }
-  };
-  const Vars var{r, groups, num_groups};
-  // Single-variable templates of plain captures need no rendering (the COLL hot path).
-  auto render = [&](const Template& t, std::string* buf) -> std::string_view {
-    if (t.IsSingleVar()) {
-      int i = r.CaptureIndex(t.parts()[0].text);
-      if (i > 0) return var.Group(i);
-    }
-    buf->clear();
-    t.RenderTo(buf, var);
-    return *buf;
-  };
+  const MatchVars var{r, groups, num_groups};
+  auto render = [&](const Template& t, std::string* buf) { return var.Render(t, buf); };
 
   int capture_rank = -1;
   if (r.subject_capture > 0 && r.subject_capture < num_groups && groups[r.subject_capture].data()) {
@@ -325,9 +302,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         // Start/complete also become facts so correlations can use them.
         int f_start = rules_->FindFact("init_start"), f_done = rules_->FindFact("init_complete");
         int f_abort = rules_->FindFact("comm_abort");
-        if (event == "Init START" && f_start >= 0) SetFact(&subjects_[si], f_start, {}, comm_id, ev, seen);
-        if (event == "Init COMPLETE" && f_done >= 0) SetFact(&subjects_[si], f_done, {}, comm_id, ev, seen);
-        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(&subjects_[si], f_abort, {}, comm_id, ev, seen);
+        if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev, seen);
+        if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev, seen);
+        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev, seen);
       }
     }
     // A line may describe another process (a launcher's rank table): host + pid.
@@ -357,18 +334,8 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
 
   for (const CompiledFact& cf : r.facts) {
-    const FactSpec& spec = rules_->facts()[cf.fact];
-    std::string_view key;
-    if (spec.keyed) {
-      key = render(cf.key, &b1);
-      if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < comm_ptr_.size()) {
-        auto it = comm_ptr_[si].find(key);
-        if (it != comm_ptr_[si].end()) key = it->second;
-      }
-      if (key.empty()) key = "-";
-    }
-    std::string_view value = render(cf.value, &b2);
-    SetFact(&subjects_[si], cf.fact, key, value, ev, seen);
+    std::string_view key = rules_->facts()[cf.fact].keyed ? render(cf.key, &b1) : std::string_view();
+    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev, seen);
   }
 
   if (r.spec.finding.present) {
@@ -405,6 +372,17 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       ev.CopyTo(&acc.evidence.back());
     }
     if (SeenBefore(seen, acc.first)) acc.first = seen;
+  }
+}
+
+void JobState::ApplyFolded(int file, const ParsedLine& line, int rule_idx, int64_t lines, const FoldedFact* facts,
+                           int num_facts) {
+  const CompiledRule& r = rules_->rules()[rule_idx];
+  counters_.matched_lines += lines;
+  int si = SubjectFor(file, line, -1, r.spec.subject == SubjectMode::kPrevious, lines);
+  for (int i = 0; i < num_facts; ++i) {
+    const FoldedFact& f = facts[i];
+    SetFact(si, f.fact, f.key, f.value, f.count, f.ev, f.seen);
   }
 }
 

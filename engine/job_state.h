@@ -149,6 +149,18 @@ class JobState {
   // One rule match on one line. `groups` are RE2 captures.
   void Apply(int file, int64_t line_no, const ParsedLine& line, int rule, const re2::StringPiece* groups,
              int num_groups);
+  // What `lines` consecutive matches of one foldable rule (CompiledRule::foldable)
+  // on lines of one process amount to: per fact entry, the line whose value the
+  // merge keeps and how many lines set it. Same state as Apply() on each line.
+  struct FoldedFact {
+    int fact;
+    std::string_view key;    // rendered, before comm-pointer translation
+    std::string_view value;
+    int64_t count;
+    EvidenceRef ev;
+    Seen seen;
+  };
+  void ApplyFolded(int file, const ParsedLine& line, int rule, int64_t lines, const FoldedFact* facts, int num_facts);
 
   Counters& counters() { return counters_; }
   const Counters& counters() const { return counters_; }
@@ -166,11 +178,13 @@ class JobState {
   std::vector<int> LiveSubjects() const;
 
  private:
-  int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous);
+  // weight: how many lines the call stands for (rank-hint votes).
+  int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous, int64_t weight = 1);
   int ProcessSubject(std::string_view host, int64_t pid);
   int RankSubject(int rank);
-  void SetFact(Subject* s, int fact, std::string_view key, std::string_view value, const EvidenceRef& ev,
-               const Seen& seen);
+  // `count` lines set this value (a folded run counts all its lines).
+  void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
+               const EvidenceRef& ev, const Seen& seen);
   void MergeSubject(int from, int into);
   void NoteConflict(const std::string& msg);
 

@@ -11,6 +11,7 @@
 
 #include "engine/source.h"
 #include "parsers/line_parser.h"
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -29,6 +30,27 @@ struct LineEvent {
   uint32_t line_index;  // 0-based line within the chunk
   uint32_t match_begin;
   uint32_t match_end;
+  int32_t fold = -1;    // >= 0: a folded run (Chunk::folds), `line` its first line
+};
+
+// A run of matches of one foldable rule on lines of one process with no other
+// match between them, reduced in the parallel stage to one entry per fact key:
+// the line whose value the fact's merge keeps, and how many lines set it. The
+// serial stage then does one update per entry instead of one per line (most
+// lines of a traced job are COLL lines that only raise last_opcount).
+struct FoldEntry {
+  int fact;
+  std::string_view key, value;  // into the chunk's data or arena
+  uint32_t count;
+  uint32_t line_index;
+  std::string_view text;  // the kept line, for evidence
+  double time;
+};
+
+struct FoldedRun {
+  int rule;
+  uint32_t lines;
+  uint32_t entry_begin, entry_end;  // in Chunk::fold_entries
 };
 
 struct ProcessNote {
@@ -59,6 +81,8 @@ struct Chunk {
   std::vector<re2::StringPiece> groups;
   std::vector<ProcessNote> processes;
   std::unordered_set<ProcessNote, ProcessNoteHash> process_seen;
+  std::vector<FoldedRun> folds;
+  std::vector<FoldEntry> fold_entries;
 
   // Per-token scratch, reused across chunks.
   Arena arena;
@@ -75,6 +99,8 @@ struct Chunk {
     groups.clear();
     processes.clear();
     process_seen.clear();
+    folds.clear();
+    fold_entries.clear();
     arena.Reset();
   }
 };
@@ -230,7 +256,91 @@ class ChunkReader {
   bool skipping_ = false;
 };
 
-void ParseChunk(const RuleSet& rules, Chunk* c) {
+// Builds the folded runs of one chunk (see FoldEntry).
+class Folder {
+ public:
+  Folder(const RuleSet& rules, Chunk* c) : rules_(rules), c_(c) {}
+
+  // Takes the single match of line `index` if its rule folds; false if the
+  // caller must record it as a plain event (the run, if any, is then closed).
+  bool Add(const ParsedLine& pl, uint32_t index, const MatchEvent& me) {
+    const CompiledRule& r = rules_.rules()[me.rule];
+    if (!r.foldable || pl.host.empty() || pl.pid < 0) {
+      Flush();
+      return false;
+    }
+    if (me.rule != rule_ || pl.host != first_.host || pl.pid != first_.pid || pl.rank_hint != first_.rank_hint ||
+        pending_.size() >= kMaxEntries) {
+      Flush();
+      rule_ = me.rule;
+      first_ = pl;
+      first_index_ = index;
+    }
+    ++lines_;
+    const MatchVars var{r, c_->groups.data() + me.group_begin, me.num_groups};
+    for (const CompiledFact& cf : r.facts) {
+      const FactSpec& spec = rules_.facts()[cf.fact];
+      std::string_view key = spec.keyed ? Stable(var.Render(cf.key, &buf_)) : std::string_view();
+      std::string_view value = Stable(var.Render(cf.value, &buf_));
+      FoldEntry* e = nullptr;
+      for (FoldEntry& x : pending_) {
+        if (x.fact == cf.fact && x.key == key) e = &x;
+      }
+      if (!e) {
+        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time});
+        continue;
+      }
+      ++e->count;
+      bool take = false;
+      switch (spec.merge) {
+        case MergeMode::kLast: take = true; break;
+        case MergeMode::kMax: take = CompareNumeric(value, e->value, spec.hex) > 0; break;
+        case MergeMode::kMin: take = CompareNumeric(value, e->value, spec.hex) < 0; break;
+        default: break;  // first, count: the first line stays
+      }
+      if (take) {
+        e->value = value;
+        e->line_index = index;
+        e->text = pl.text;
+        e->time = pl.time;
+      }
+    }
+    return true;
+  }
+
+  void Flush() {
+    if (lines_ == 0) return;
+    uint32_t begin = static_cast<uint32_t>(c_->fold_entries.size());
+    c_->fold_entries.insert(c_->fold_entries.end(), pending_.begin(), pending_.end());
+    c_->folds.push_back(FoldedRun{rule_, lines_, begin, static_cast<uint32_t>(c_->fold_entries.size())});
+    LineEvent ev{first_, first_index_, 0, 0};
+    ev.fold = static_cast<int32_t>(c_->folds.size()) - 1;
+    c_->events.push_back(ev);
+    pending_.clear();
+    lines_ = 0;
+    rule_ = -1;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 32;
+
+  // A rendered value that lives in buf_ is copied to the chunk's arena.
+  std::string_view Stable(std::string_view v) {
+    if (!buf_.empty() && v.data() == buf_.data()) return c_->arena.Store(v);
+    return v;
+  }
+
+  const RuleSet& rules_;
+  Chunk* c_;
+  int rule_ = -1;
+  ParsedLine first_;
+  uint32_t first_index_ = 0;
+  uint32_t lines_ = 0;
+  std::vector<FoldEntry> pending_;
+  std::string buf_;
+};
+
+void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   const char* p = c->data.data();
   const char* end = p + c->size;
   uint32_t index = 0;
@@ -241,6 +351,7 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
   // the last c10 line before them.
   int carry_rank = -1, carry_pg_rank = -1;
   std::string_view carry_pg;
+  Folder folder(rules, c);
   while (p < end) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
     const char* le = nl ? nl : end;
@@ -279,10 +390,18 @@ void ParseChunk(const RuleSet& rules, Chunk* c) {
         c->groups.insert(c->groups.end(), g, g + n);
       });
       uint32_t mend = static_cast<uint32_t>(c->matches.size());
-      if (mend > mbegin) c->events.push_back(LineEvent{pl, index, mbegin, mend});
+      if (mend == mbegin) return;
+      if (fold && mend == mbegin + 1 && folder.Add(pl, index, c->matches[mbegin])) {
+        c->groups.resize(c->matches[mbegin].group_begin);
+        c->matches.resize(mbegin);
+        return;
+      }
+      folder.Flush();
+      c->events.push_back(LineEvent{pl, index, mbegin, mend});
     });
     ++index;
   }
+  folder.Flush();
   if (c->overlong) c->counters.overlong_lines++;
   c->lines = index;
 }
@@ -309,6 +428,7 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   for (const auto& p : paths) state->AddFile(DisplayName(p));
   ChunkReader reader(paths, first_file, opts_, on_error);
   const size_t tokens = static_cast<size_t>(jobs) * 2 + 1;
+  std::vector<JobState::FoldedFact> folded;  // output-stage scratch
 
   tbb::parallel_pipeline(
       tokens,
@@ -325,7 +445,7 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                                      }) &
           tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel,
                                            [&](Chunk* c) {
-                                             ParseChunk(*rules_, c);
+                                             ParseChunk(*rules_, opts_.fold, c);
                                              return c;
                                            }) &
           tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
@@ -334,6 +454,21 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
             uint64_t base = state->file(c->file).lines;
             for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
             for (const LineEvent& e : c->events) {
+              if (e.fold >= 0) {
+                const FoldedRun& run = c->folds[e.fold];
+                folded.clear();
+                for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
+                  const FoldEntry& fe = c->fold_entries[k];
+                  int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
+                  folded.push_back(JobState::FoldedFact{
+                      fe.fact, fe.key, fe.value, fe.count,
+                      EvidenceRef{c->file, line_no, fe.text.substr(0, kMaxEvidenceText), fe.time},
+                      Seen{fe.time, c->file, line_no}});
+                }
+                state->ApplyFolded(c->file, e.line, run.rule, run.lines, folded.data(),
+                                   static_cast<int>(folded.size()));
+                continue;
+              }
               for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
                 const MatchEvent& me = c->matches[m];
                 state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,

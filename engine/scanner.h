@@ -26,6 +26,9 @@ struct ScanOptions {
   int jobs = 0;                    // 0 = all cores
   size_t chunk_size = 1 << 20;
   size_t max_line = 1 << 20;
+  // Fold runs of foldable matches (CompiledRule::foldable) in the parallel
+  // stage; false applies every match line by line (the reference, for tests).
+  bool fold = true;
 };
 
 class Scanner {

@@ -66,6 +66,7 @@ bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* 
 }
 
 void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
+  bare_ = NcclProcess();
   std::string_view s = raw;
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
   ByteScan scan = ScanBytes(s);
@@ -97,7 +98,7 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
 
   for (int layer = 0; layer < 12; ++layer) {
     // Fast path: a bare NCCL line ("host:pid:tid ...") carries no outer wrapper.
-    if (StartsWithNcclProcess(s)) break;
+    if (MatchNcclProcess(s, &bare_)) break;
     if (!s.empty() && s[0] == '{' && Contains(s.substr(0, 16), "\"log\"")) {
       ParsedLine tmp = *out;
       if (UnwrapDockerJson(s, arena, &tmp)) {
@@ -258,22 +259,11 @@ std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
 // without "[dev] ") at the very start. Returns false, leaving *line untouched,
 // for anything else; the general backwards parse then decides, and gives the
 // same result on the lines this accepts.
-bool ParseBareNcclHeader(ParsedLine* line, std::string_view* rest) {
+bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_view* rest) {
+  if (np.len == 0 || np.pid < 0 || np.tid < 0) return false;
   std::string_view s = line->text;
   const size_t n = s.size();
-  size_t i = 0;
-  const size_t host_limit = std::min<size_t>(n, 96);
-  while (i < host_limit && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
-  if (i == 0 || i >= host_limit || s[i] != ':') return false;
-  const size_t host_end = i;
-  int64_t num[2];
-  for (int part = 0; part < 2; ++part) {
-    size_t d = ++i;
-    int64_t v = 0;
-    while (i < n && IsDigit(s[i]) && i - d < 18) v = v * 10 + (s[i++] - '0');
-    if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
-    num[part] = v;
-  }
+  size_t i = np.len;
   ++i;  // the space
   int dev = -1;
   if (i < n && s[i] == '[') {
@@ -288,9 +278,9 @@ bool ParseBareNcclHeader(ParsedLine* line, std::string_view* rest) {
   std::string_view after = s.substr(i + 5);
   for (const LevelWord& lw : kLevels) {
     if (!StartsWith(after, lw.word)) continue;
-    line->host = s.substr(0, host_end);
-    line->pid = num[0];
-    line->tid = num[1];
+    line->host = s.substr(0, np.host_len);
+    line->pid = np.pid;
+    line->tid = np.tid;
     line->dev = dev;
     line->family = Family::kNccl;
     line->level = lw.level;
@@ -300,12 +290,23 @@ bool ParseBareNcclHeader(ParsedLine* line, std::string_view* rest) {
   return false;
 }
 
+// The backwards parse from the "NCCL LEVEL" keyword, for every other shape.
+bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest);
+
 }  // namespace
 
 bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
+  *rest = {};
+  NcclProcess np;
+  if (MatchNcclProcess(line->text, &np) && ParseBareNcclHeader(line, np, rest)) return true;
+  return ParseGeneralNcclHeader(line, rest);
+}
+
+namespace {
+
+bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
   std::string_view s = line->text;
   *rest = {};
-  if (ParseBareNcclHeader(line, rest)) return true;
   if (StartsWith(s, "NCCL version ")) {
     line->family = Family::kNccl;
     line->level = NcclLevel::kVersion;
@@ -360,6 +361,8 @@ bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   line->message = SplitGlued(s.substr(msg_start), rest);
   return true;
 }
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // c10 / glog header and the process-group prefix.
@@ -520,7 +523,9 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
   *rest = {};
   Unwrap(raw, arena, out);
   if (out->binary) return;
-  if (ParseNcclHeader(out, rest)) return;
+  // Unwrap already matched the "host:pid:tid" of a bare NCCL line.
+  if (ParseBareNcclHeader(out, bare_, rest)) return;
+  if (ParseGeneralNcclHeader(out, rest)) return;
   if (ParseTorchHeader(out)) return;
   out->family = ClassifyHeaderless(out->text);
   out->message = out->text;

@@ -18,6 +18,7 @@
 
 #include "parsers/arena.h"
 #include "parsers/parsed_line.h"
+#include "parsers/wrappers.h"
 
 namespace ncclscan {
 
@@ -70,6 +71,7 @@ class LineParser {
 
   struct Json;
   std::unique_ptr<Json> json_;
+  NcclProcess bare_;  // what Unwrap's bare-line check matched on the final text
 };
 
 // Stage 2 pieces, exposed for tests. Both look at line->text and fill the

@@ -170,15 +170,27 @@ bool StripGrepContext(std::string_view* s, ParsedLine* out) {
 // "host:pid:tid " at the very start (host without blanks, '/' or ':').
 }  // namespace
 
-bool StartsWithNcclProcess(std::string_view s) {
-  size_t i = 0, n = std::min<size_t>(s.size(), 96);
+bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
+  const size_t n = std::min<size_t>(s.size(), 96);
+  size_t i = 0;
   while (i < n && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
   if (i == 0 || i >= n || s[i] != ':') return false;
+  const size_t host_len = i;
+  int64_t num[2];
   for (int part = 0; part < 2; ++part) {
     size_t d = ++i;
-    while (i < n && IsDigit(s[i])) ++i;
+    int64_t v = 0;
+    while (i < n && IsDigit(s[i])) {
+      v = i - d < 18 ? v * 10 + (s[i] - '0') : -1;  // more than 18 digits: no number
+      ++i;
+    }
     if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
+    num[part] = v;
   }
+  np->host_len = host_len;
+  np->len = i;
+  np->pid = num[0];
+  np->tid = num[1];
   return true;
 }
 

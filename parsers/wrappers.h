@@ -25,8 +25,14 @@ ByteScan ScanBytes(std::string_view s);
 // Removes ANSI SGR sequences (also without their ESC byte: a stray "[0m").
 std::string_view StripAnsi(std::string_view s, Arena* arena);
 
-// "host:pid:tid " at the very start: a bare NCCL line, no wrapper to strip.
-bool StartsWithNcclProcess(std::string_view s);
+// "host:pid:tid " at the very start (host without blanks, '/' or ':'): a bare
+// NCCL line, no wrapper to strip. Fills *np (pid/tid -1 when too long to be numbers).
+struct NcclProcess {
+  size_t host_len = 0;
+  size_t len = 0;  // of "host:pid:tid", without the blank; 0 = no match
+  int64_t pid = -1, tid = -1;
+};
+bool MatchNcclProcess(std::string_view s, NcclProcess* np);
 
 // One wrapper layer at the front of *s: removes it, records its hints on *out,
 // and returns true; false if *s starts with no known wrapper.

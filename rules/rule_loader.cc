@@ -324,6 +324,25 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       im.Error(r.id.pos, "E-MISSING-KEY", "rule " + r.id.value + " sets no facts, no identity and has no finding",
                "a rule must produce something");
     }
+    // Single-capture templates read their group directly (a lookup of the same
+    // name wins over a capture, as in MatchVars).
+    auto bind = [&cr](Template* t) {
+      if (!t->IsSingleVar()) return;
+      const std::string& name = t->parts()[0].text;
+      for (const CompiledLookup& lk : cr.lookups) {
+        if (lk.name == name) return;
+      }
+      t->set_single_capture(cr.CaptureIndex(name));
+    };
+    for (CompiledFact& cf : cr.facts) {
+      bind(&cf.key);
+      bind(&cf.value);
+    }
+    for (Template& t : cr.identity) bind(&t);
+    cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
+    for (const CompiledFact& cf : cr.facts) {
+      if (set->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
+    }
     set->rules_.push_back(std::move(cr));
   }
 

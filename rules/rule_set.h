@@ -63,8 +63,44 @@ struct CompiledRule {
   Template remediation;
   int subject_capture = -1;          // group named "rank" when subject: capture
   std::vector<std::string> group_by; // variable names
+  // Only sets facts merged first/last/max/min/count, from the line's own
+  // process: a run of its matches can be folded to one update per fact entry
+  // before the serial stage (see the scanner).
+  bool foldable = false;
 
   int CaptureIndex(std::string_view name) const;
+};
+
+// The template variables of one match: captures by name, then the rule's
+// lookups derived from them. Used wherever a match's templates are rendered.
+struct MatchVars {
+  const CompiledRule& r;
+  const re2::StringPiece* groups;
+  int num_groups;
+
+  std::string_view Group(int i) const {
+    if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
+    return std::string_view(groups[i].data(), groups[i].size());
+  }
+  // Appends variable `name` to *out (the Template::RenderTo lookup).
+  void operator()(const std::string& name, std::string* out) const {
+    for (const CompiledLookup& lk : r.lookups) {
+      if (lk.name != name) continue;
+      auto it = lk.map.find(Group(lk.from_capture));
+      if (it != lk.map.end()) out->append(it->second);
+      else lk.default_value.RenderTo(out, *this);
+      return;
+    }
+    std::string_view c = Group(r.CaptureIndex(name));
+    out->append(c.data(), c.size());
+  }
+  // Renders t; a template that is one plain capture is returned as a view of it.
+  std::string_view Render(const Template& t, std::string* buf) const {
+    if (t.single_capture() > 0) return Group(t.single_capture());
+    buf->clear();
+    t.RenderTo(buf, *this);
+    return *buf;
+  }
 };
 
 struct CompiledCorrelation {

@@ -25,6 +25,10 @@ class Template {
   bool empty() const { return parts_.empty(); }
   // Single variable and nothing else ("{status}"): the value can be taken as is.
   bool IsSingleVar() const { return parts_.size() == 1 && parts_[0].is_var; }
+  // The capture group a single-variable template reads directly (set by the
+  // rule compiler; -1 when the variable is a lookup or the template is more).
+  int single_capture() const { return single_capture_; }
+  void set_single_capture(int group) { single_capture_ = group; }
 
   template <typename Lookup>
   void RenderTo(std::string* out, Lookup&& lookup) const {
@@ -42,6 +46,7 @@ class Template {
 
  private:
   std::vector<Part> parts_;
+  int single_capture_ = -1;
 };
 
 }  // namespace ncclscan

@@ -93,6 +93,63 @@ TEST(Scanner, OutputIndependentOfThreadsAndFileOrder) {
   EXPECT_EQ(a, Json({dir.path()}, j4));
 }
 
+// Everything Apply() leaves in a JobState that folding could change: every
+// fact entry with its count, evidence and order key, rank votes, counters.
+std::string StateDump(const JobState& st) {
+  std::string out = "matched " + std::to_string(st.counters().matched_lines) + "\n";
+  auto fact = [&](const std::string& name, const FactValue& v) {
+    out += "  " + name + " = " + v.value + " x" + std::to_string(v.count) + " @" + std::to_string(v.evidence.file) +
+           ":" + std::to_string(v.evidence.line) + " " + v.evidence.text + " seen " + std::to_string(v.seen.line) + "\n";
+  };
+  for (const Subject& s : st.subjects()) {
+    out += "subject " + s.host + ":" + std::to_string(s.pid) + " rank " + std::to_string(s.rank) + "\n";
+    for (const auto& [r, n] : s.rank_hints) out += "  hint " + std::to_string(r) + " x" + std::to_string(n) + "\n";
+    for (size_t f = 0; f < s.facts.size(); ++f) {
+      const std::string& name = st.rules().facts()[f].name.value;
+      if (const FactValue* v = s.Get(static_cast<int>(f))) fact(name, *v);
+      for (const auto& [k, v] : s.keyed[f]) fact(name + "[" + k + "]", v);
+    }
+  }
+  return out;
+}
+
+// Folding runs of COLL matches in the parallel stage must leave exactly the
+// state of applying every line: two processes interleaved in one file,
+// alternating communicators, opCounts that go down and repeat, rank prefixes
+// that change mid-run, a comm pointer named by an Init line halfway, a
+// last-merge fact between runs, and chunk boundaries everywhere.
+TEST(Scanner, FoldedRunsLeaveTheSameStateAsLineByLine) {
+  TempDir dir;
+  std::string s;
+  const char* comms[] = {"0x55aa", "0x55bb"};
+  int opcounts[] = {1, 2, 3, 3, 2, 7, 0x1f, 0x1e, 0x100, 5};
+  for (int i = 0; i < 400; ++i) {
+    int proc = (i / 7) % 3 == 2 ? 2 : 1;
+    std::string pre = (i / 50) % 2 ? "[rank" + std::to_string(proc) + "]:" : "";
+    std::string host = "node:" + std::to_string(100 + proc) + ":" + std::to_string(100 + proc) + " [0] NCCL INFO ";
+    char op[16];
+    std::snprintf(op, sizeof op, "%x", opcounts[i % 10] + (i / 10));
+    s += pre + host + "AllReduce: opCount " + op + " sendbuff 0x7f count 8 datatype 7 op 0 root 0 comm " +
+         comms[(i / 3) % 2] + " [nranks=2] stream 0x1\n";
+    if (i == 200) {
+      s += host + "ncclCommInitRank comm 0x55aa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xfeed - "
+                  "Init COMPLETE\n";
+    }
+    if (i % 37 == 0) s += host + "Using network IB\n";
+    if (i % 41 == 0) s += "step " + std::to_string(i) + " | loss 2.31\n";
+  }
+  std::string path = dir.Write("rank1.log", s);
+  for (size_t chunk : {size_t{1} << 20, size_t{97}, size_t{1000}}) {
+    ScanOptions folded, plain;
+    folded.chunk_size = plain.chunk_size = chunk;
+    plain.fold = false;
+    Analysis a = Analyze(Rules(), {path}, folded);
+    Analysis b = Analyze(Rules(), {path}, plain);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*b.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*b.state, b.diagnosis)) << "chunk " << chunk;
+  }
+}
+
 std::string Gzip(const std::string& data) {
   std::string out(compressBound(data.size()) + 64, '\0');
   z_stream zs{};
