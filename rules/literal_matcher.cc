@@ -4,6 +4,10 @@
 #include <cstring>
 #include <map>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace ncclscan {
 
 namespace {
@@ -134,6 +138,18 @@ void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint3
   }
 }
 
+#ifdef __SSE2__
+namespace {
+
+// x << 8*(8 - J) bytes, as a 128-bit value (J = 0..7): the block formulation below.
+template <int J>
+__m128i Place(const uint64_t* table, uint32_t idx) {
+  return _mm_slli_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + idx)), 8 - J);
+}
+
+}  // namespace
+#endif
+
 void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const {
   if (atoms_.empty()) return;
   seen->resize(atoms_.size());
@@ -142,36 +158,44 @@ void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   const uint64_t* table = table_.data();
-  auto super = [p](size_t i) {  // byte i and the low bits of byte i+1 (needs i + 1 < n)
+  auto super = [p](size_t i) -> uint32_t {  // byte i and the low bits of byte i+1 (needs i + 1 < n)
     uint16_t w;
     std::memcpy(&w, p + i, 2);
     return w & (kTableSize - 1);
   };
-  // The state starts as "every prefix matched": positions before the text act
-  // as wildcards, which only adds candidates (Confirm checks bounds).
-  uint64_t d = 0;
+  auto confirm_byte = [&](size_t end, uint64_t top_bytes_inverted) {
+    uint32_t hit = static_cast<uint32_t>(top_bytes_inverted) & 0xFF;
+    if (hit) Confirm(p, n, end, hit, ids, seen);
+  };
   size_t i = 0;
-  // Eight bytes per step: the state's top bytes are ANDed into `acc`, and only a
-  // step in which some fingerprint ended is replayed byte by byte.
+  // The state after byte p is D_p = OR_{m<8} table[p-m] << 8m, and a bucket's
+  // fingerprint may end at p iff the top byte of D_p has its bit clear. The
+  // serial form D = (D << 8) | table[...] costs a shift+OR latency per byte;
+  // here 8 bytes are done at once without that chain: with
+  //   S = OR_{j<8} table[i+j] << 8*(8-j)     (128 bits)
+  // the top byte of D_{i+k} is byte 7-k of  hi64(S) | lo64(S of the previous 8).
+  uint64_t carry = 0;  // lo64 of the previous block's S; 0 = "matched" before the text
+#ifdef __SSE2__
   for (; i + 9 <= n; i += 8) {
-    const uint64_t d0 = d;
-    uint64_t acc = ~uint64_t{0};
-    for (int k = 0; k < 8; ++k) {
-      d = (d << 8) | table[super(i + k)];
-      acc &= d;
-    }
-    if ((acc >> 56) == 0xFF) continue;
-    d = d0;
-    for (int k = 0; k < 8; ++k) {
-      d = (d << 8) | table[super(i + k)];
-      uint32_t hit = static_cast<uint32_t>(~d >> 56);
-      if (hit) Confirm(p, n, i + k, hit, ids, seen);
-    }
+    __m128i s01 = _mm_or_si128(Place<0>(table, super(i)), Place<1>(table, super(i + 1)));
+    __m128i s23 = _mm_or_si128(Place<2>(table, super(i + 2)), Place<3>(table, super(i + 3)));
+    __m128i s45 = _mm_or_si128(Place<4>(table, super(i + 4)), Place<5>(table, super(i + 5)));
+    __m128i s67 = _mm_or_si128(Place<6>(table, super(i + 6)), Place<7>(table, super(i + 7)));
+    __m128i s = _mm_or_si128(_mm_or_si128(s01, s23), _mm_or_si128(s45, s67));
+    uint64_t hi = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_srli_si128(s, 8)));
+    uint64_t verdict = hi | carry;
+    carry = static_cast<uint64_t>(_mm_cvtsi128_si64(s));
+    if (verdict == ~uint64_t{0}) continue;
+    for (int k = 0; k < 8; ++k) confirm_byte(i + k, ~verdict >> (8 * (7 - k)));
   }
+#endif
+  // The tail (and the portable path) byte by byte with the serial state, rebuilt
+  // exactly from the 7 bytes before it.
+  uint64_t d = 0;
+  for (size_t k = i >= 7 ? i - 7 : 0; k < i; ++k) d = (d << 8) | table[super(k)];
   for (; i < n; ++i) {
     d = (d << 8) | table[i + 1 < n ? super(i) : p[i]];
-    uint32_t hit = static_cast<uint32_t>(~d >> 56);
-    if (hit) Confirm(p, n, i, hit, ids, seen);
+    confirm_byte(i, ~d >> 56);
   }
   for (size_t k = first_new; k < ids->size(); ++k) (*seen)[(*ids)[k]] = 0;
 }

@@ -68,5 +68,42 @@ TEST(LiteralMatcher, AgreesWithNaiveSearch) {
   }
 }
 
+// The same with a rule-set-sized atom list (every bucket shared by many atoms,
+// fingerprints cut from long atoms, wildcard-padded short ones) and texts long
+// enough for the 8-byte blocks and the byte-by-byte tail.
+TEST(LiteralMatcher, AgreesWithNaiveSearchOnManyAtoms) {
+  std::mt19937 rng(1234);
+  const std::string alphabet = "abcdeNCL :[]0x-_/";
+  for (int round = 0; round < 40; ++round) {
+    std::vector<std::string> atoms;
+    int na = 100 + static_cast<int>(rng() % 80);
+    for (int i = 0; i < na; ++i) {
+      std::string a;
+      int len = 1 + static_cast<int>(rng() % (i % 4 == 0 ? 7 : 40));
+      for (int k = 0; k < len; ++k) a += static_cast<char>(std::tolower(alphabet[rng() % alphabet.size()]));
+      atoms.push_back(a);
+    }
+    LiteralMatcher m;
+    for (const auto& a : atoms) m.Add(a);
+    m.Build();
+    for (int t = 0; t < 50; ++t) {
+      std::string text;
+      int len = static_cast<int>(rng() % 400);
+      while (static_cast<int>(text.size()) < len) {
+        if (rng() % 4 == 0) {
+          std::string a = atoms[rng() % atoms.size()];
+          for (char& c : a) {
+            if (rng() % 2) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+          }
+          text += a;
+        } else {
+          text += alphabet[rng() % alphabet.size()];
+        }
+      }
+      ASSERT_EQ(Fast(m, text), Naive(atoms, text)) << "text '" << text << "'";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ncclscan
