@@ -1,5 +1,6 @@
 #include "parsers/text_util.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -103,15 +104,22 @@ namespace {
 // compare without parsing: drop leading zeros, then by length, then by digit.
 // Returns false when either is anything else.
 bool CompareDigits(std::string_view a, std::string_view b, bool hex, int* out) {
+  // Digit values, -1 for anything else; [1] accepts hex letters.
+  static const auto kValue = [] {
+    std::array<std::array<int8_t, 256>, 2> t;
+    for (auto& row : t) row.fill(-1);
+    for (int h = 0; h < 2; ++h) {
+      for (int c = '0'; c <= '9'; ++c) t[h][c] = static_cast<int8_t>(c - '0');
+    }
+    for (int c = 0; c < 6; ++c) t[1]['a' + c] = t[1]['A' + c] = static_cast<int8_t>(10 + c);
+    return t;
+  }();
+  const int8_t* value = kValue[hex ? 1 : 0].data();
   if (a.empty() || b.empty() || a.size() > 16 || b.size() > 16) return false;
-  auto digit = [hex](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (hex && c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (hex && c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (char c : a) if (digit(c) < 0) return false;
-  for (char c : b) if (digit(c) < 0) return false;
+  int8_t bad = 0;
+  for (char c : a) bad |= value[static_cast<uint8_t>(c)];
+  for (char c : b) bad |= value[static_cast<uint8_t>(c)];
+  if (bad < 0) return false;
   while (a.size() > 1 && a[0] == '0') a.remove_prefix(1);
   while (b.size() > 1 && b[0] == '0') b.remove_prefix(1);
   if (a.size() != b.size()) {
@@ -119,7 +127,7 @@ bool CompareDigits(std::string_view a, std::string_view b, bool hex, int* out) {
     return true;
   }
   for (size_t i = 0; i < a.size(); ++i) {
-    int x = digit(a[i]), y = digit(b[i]);
+    int x = value[static_cast<uint8_t>(a[i])], y = value[static_cast<uint8_t>(b[i])];
     if (x != y) {
       *out = x < y ? -1 : 1;
       return true;

@@ -173,6 +173,20 @@ bool StripGrepContext(std::string_view* s, ParsedLine* out) {
 bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
   const size_t n = std::min<size_t>(s.size(), 96);
   size_t i = 0;
+#ifdef __SSE2__
+  // The host ends at the first ':' (or a blank or '/', which rule it out);
+  // host names are short, so 16 bytes at a time usually find it at once.
+  for (; i + 16 <= n; i += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(':')), _mm_cmpeq_epi8(x, _mm_set1_epi8(' '))),
+                                _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('/')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
+    if (mask) {
+      i += static_cast<size_t>(__builtin_ctz(mask));
+      break;
+    }
+  }
+#endif
   while (i < n && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
   if (i == 0 || i >= n || s[i] != ':') return false;
   const size_t host_len = i;
