@@ -44,15 +44,30 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
   const size_t last = s.size() - m;  // last possible start
 #ifdef __SSE2__
   const __m128i v0 = _mm_set1_epi8(lit[b0]), v1 = _mm_set1_epi8(lit[b1]);
-  for (; i + 16 <= last + 1; i += 16) {
-    __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + b0));
-    __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + b1));
-    unsigned mask = static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(x0, v0), _mm_cmpeq_epi8(x1, v1))));
+  auto pairs = [&](size_t at) {  // bit j: base[at+j+b0] and base[at+j+b1] match
+    __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at + b0));
+    __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at + b1));
+    return _mm_and_si128(_mm_cmpeq_epi8(x0, v0), _mm_cmpeq_epi8(x1, v1));
+  };
+  while (i + 16 <= last + 1) {
+    uint32_t mask;
+    size_t step = 16;
+    if (i + 32 <= last + 1) {  // two vectors per branch
+      __m128i a = pairs(i), b = pairs(i + 16);
+      step = 32;
+      if (_mm_movemask_epi8(_mm_or_si128(a, b)) == 0) {
+        i += step;
+        continue;
+      }
+      mask = static_cast<uint32_t>(_mm_movemask_epi8(a)) | static_cast<uint32_t>(_mm_movemask_epi8(b)) << 16;
+    } else {
+      mask = static_cast<uint32_t>(_mm_movemask_epi8(pairs(i)));
+    }
     for (; mask; mask &= mask - 1) {
       size_t k = i + static_cast<size_t>(__builtin_ctz(mask));
       if (std::memcmp(base + k, lit.data(), m) == 0) return k;
     }
+    i += step;
   }
 #endif
   for (; i <= last; ++i) {

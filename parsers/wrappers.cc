@@ -60,11 +60,18 @@ ByteScan ScanBytes(std::string_view s) {
   // Most lines have no control byte at all and only a few '[': skip 16 bytes at
   // a time unless one of them is a control byte (<= 0x1f) or '['.
   const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('[');
+  auto flags = [&](size_t at) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+    return _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x), _mm_cmpeq_epi8(x, kBracket));
+  };
+  for (; i + 32 <= n; i += 32) {  // two vectors per branch
+    __m128i a = flags(i), b = flags(i + 16);
+    if (_mm_movemask_epi8(_mm_or_si128(a, b)) == 0) continue;
+    uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(a)) | static_cast<uint32_t>(_mm_movemask_epi8(b)) << 16;
+    for (; mask; mask &= mask - 1) one(i + static_cast<size_t>(__builtin_ctz(mask)));
+  }
   for (; i + 16 <= n; i += 16) {
-    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x);
-    __m128i br = _mm_cmpeq_epi8(x, kBracket);
-    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(ctl, br)));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(flags(i)));
     for (; mask; mask &= mask - 1) one(i + static_cast<size_t>(__builtin_ctz(mask)));
   }
 #endif
