@@ -69,6 +69,17 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
     }
     i += step;
   }
+  // The last starts: one more vector that overlaps the ones before, its
+  // already-checked positions masked off (no byte-by-byte tail).
+  if (i <= last && last + 1 >= from + 16) {
+    const size_t j = last + 1 - 16;
+    uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(pairs(j))) >> (i - j) << (i - j);
+    for (; mask; mask &= mask - 1) {
+      size_t k = j + static_cast<size_t>(__builtin_ctz(mask));
+      if (std::memcmp(base + k, lit.data(), m) == 0) return k;
+    }
+    return std::string_view::npos;
+  }
 #endif
   for (; i <= last; ++i) {
     if (base[i + b0] == lit[b0] && base[i + b1] == lit[b1] && std::memcmp(base + i, lit.data(), m) == 0) return i;

@@ -158,44 +158,56 @@ void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   const uint64_t* table = table_.data();
-  auto super = [p](size_t i) -> uint32_t {  // byte i and the low bits of byte i+1 (needs i + 1 < n)
-    uint16_t w;
-    std::memcpy(&w, p + i, 2);
-    return w & (kTableSize - 1);
-  };
   auto confirm_byte = [&](size_t end, uint64_t top_bytes_inverted) {
     uint32_t hit = static_cast<uint32_t>(top_bytes_inverted) & 0xFF;
     if (hit) Confirm(p, n, end, hit, ids, seen);
   };
-  size_t i = 0;
   // The state after byte p is D_p = OR_{m<8} table[p-m] << 8m, and a bucket's
   // fingerprint may end at p iff the top byte of D_p has its bit clear. The
   // serial form D = (D << 8) | table[...] costs a shift+OR latency per byte;
   // here 8 bytes are done at once without that chain: with
   //   S = OR_{j<8} table[i+j] << 8*(8-j)     (128 bits)
   // the top byte of D_{i+k} is byte 7-k of  hi64(S) | lo64(S of the previous 8).
-  uint64_t carry = 0;  // lo64 of the previous block's S; 0 = "matched" before the text
+  // The state starts as "every prefix matched" (carry 0): positions before the
+  // text act as wildcards, which only adds candidates (Confirm checks bounds).
+  uint64_t carry = 0;
+  // One step: the 8 ends at `at`, of which the first `ends` are reported; q
+  // points at the step's bytes and one more (the super-characters' next byte).
+  auto step = [&](const unsigned char* q, size_t at, size_t ends) {
+    auto super = [q](int j) -> uint32_t {
+      uint16_t w;
+      std::memcpy(&w, q + j, 2);
+      return w & (kTableSize - 1);
+    };
 #ifdef __SSE2__
-  for (; i + 9 <= n; i += 8) {
-    __m128i s01 = _mm_or_si128(Place<0>(table, super(i)), Place<1>(table, super(i + 1)));
-    __m128i s23 = _mm_or_si128(Place<2>(table, super(i + 2)), Place<3>(table, super(i + 3)));
-    __m128i s45 = _mm_or_si128(Place<4>(table, super(i + 4)), Place<5>(table, super(i + 5)));
-    __m128i s67 = _mm_or_si128(Place<6>(table, super(i + 6)), Place<7>(table, super(i + 7)));
+    __m128i s01 = _mm_or_si128(Place<0>(table, super(0)), Place<1>(table, super(1)));
+    __m128i s23 = _mm_or_si128(Place<2>(table, super(2)), Place<3>(table, super(3)));
+    __m128i s45 = _mm_or_si128(Place<4>(table, super(4)), Place<5>(table, super(5)));
+    __m128i s67 = _mm_or_si128(Place<6>(table, super(6)), Place<7>(table, super(7)));
     __m128i s = _mm_or_si128(_mm_or_si128(s01, s23), _mm_or_si128(s45, s67));
-    uint64_t hi = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_srli_si128(s, 8)));
-    uint64_t verdict = hi | carry;
-    carry = static_cast<uint64_t>(_mm_cvtsi128_si64(s));
-    if (verdict == ~uint64_t{0}) continue;
-    for (int k = 0; k < 8; ++k) confirm_byte(i + k, ~verdict >> (8 * (7 - k)));
-  }
+    const uint64_t hi = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_srli_si128(s, 8)));
+    const uint64_t lo = static_cast<uint64_t>(_mm_cvtsi128_si64(s));
+#else
+    uint64_t hi = table[super(0)], lo = 0;
+    for (int j = 1; j < 8; ++j) {
+      hi |= table[super(j)] >> (8 * j);
+      lo |= table[super(j)] << (8 * (8 - j));
+    }
 #endif
-  // The tail (and the portable path) byte by byte with the serial state, rebuilt
-  // exactly from the 7 bytes before it.
-  uint64_t d = 0;
-  for (size_t k = i >= 7 ? i - 7 : 0; k < i; ++k) d = (d << 8) | table[super(k)];
-  for (; i < n; ++i) {
-    d = (d << 8) | table[i + 1 < n ? super(i) : p[i]];
-    confirm_byte(i, ~d >> 56);
+    const uint64_t verdict = hi | carry;
+    carry = lo;
+    if (verdict == ~uint64_t{0}) return;
+    for (size_t k = 0; k < ends; ++k) confirm_byte(at + k, ~verdict >> (8 * (7 - k)));
+  };
+  size_t i = 0;
+  for (; i + 9 <= n; i += 8) step(p + i, i, 8);
+  if (i < n) {
+    // The last 1..8 bytes, zero-padded: a padding byte only affects ends at or
+    // after itself, which are not reported, and a zero next byte is what the
+    // text's last byte has anyway (no atom continues past the text).
+    unsigned char tail[16] = {};
+    std::memcpy(tail, p + i, n - i);
+    step(tail, i, n - i);
   }
   for (size_t k = first_new; k < ids->size(); ++k) (*seen)[(*ids)[k]] = 0;
 }

@@ -163,7 +163,7 @@ class RuleSet {
       }
     }
     for (int idx : ms->candidates) ms->rule_seen[idx] = 0;
-    std::sort(ms->candidates.begin(), ms->candidates.end());
+    if (ms->candidates.size() > 1) std::sort(ms->candidates.begin(), ms->candidates.end());
     for (int idx : ms->candidates) {
       const CompiledRule& r = rules_[idx];
       if (!r.spec.any_family && r.spec.family != line.family) continue;
