@@ -280,7 +280,7 @@ TEST(LineParser, NulBytesAreDroppedSoTheLineStillParses) {
 TEST(TextUtil, FindLiteralAgreesWithFind) {
   std::mt19937 rng(7);
   const std::string alphabet = "ab c:";
-  for (int round = 0; round < 20000; ++round) {
+  for (int round = 0; round < 40000; ++round) {
     std::string hay, lit;
     size_t hn = rng() % 70, ln = rng() % 7;
     for (size_t i = 0; i < hn; ++i) hay += alphabet[rng() % alphabet.size()];
