@@ -241,7 +241,8 @@ namespace {
 // Two lines glued together: a second "host:pid:tid [dev] NCCL INFO|WARN" inside
 // msg. Returns msg without it and sets *rest to it.
 std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
-  for (size_t n = Find(msg, "NCCL "); n != std::string_view::npos; n = Find(msg, "NCCL ", n + 1)) {
+  static const LiteralFinder kNccl("NCCL ");
+  for (size_t n = kNccl.Find(msg); n != std::string_view::npos; n = kNccl.Find(msg, n + 1)) {
     if (n == 0 || msg[n - 1] != ' ') continue;
     size_t k = n - 1;
     std::string_view after = msg.substr(k + 6);

@@ -24,7 +24,27 @@ bool ConsumeInt(std::string_view* s, int64_t* out) {
   return true;
 }
 
-size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
+namespace {
+
+void ChoosePivots(std::string_view lit, size_t* rare_out, size_t* b0_out, size_t* b1_out) {
+  const size_t m = lit.size();
+  // A byte that is rare in log text (not a lower-case letter, digit or blank:
+  // 'N' of "NCCL ", ':' of ": opCount ") makes memchr the filter: it skips
+  // whole lines that lack it at memory speed.
+  size_t rare = 0;
+  while (rare < m && (IsSpace(lit[rare]) || IsDigit(lit[rare]) || (lit[rare] >= 'a' && lit[rare] <= 'z'))) ++rare;
+  // Otherwise the pair filter on the first and last non-blank bytes (a blank is
+  // next to every word).
+  size_t b0 = 0, b1 = m ? m - 1 : 0;
+  while (b0 + 1 < m && IsSpace(lit[b0])) ++b0;
+  while (b1 > b0 + 1 && IsSpace(lit[b1])) --b1;
+  if (b1 <= b0) b0 = 0, b1 = m ? m - 1 : 0;
+  *rare_out = rare;
+  *b0_out = b0;
+  *b1_out = b1;
+}
+
+size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, size_t rare, size_t b0, size_t b1) {
   if (lit.empty()) return from <= s.size() ? from : std::string_view::npos;
   if (from > s.size() || lit.size() > s.size() - from) return std::string_view::npos;
   const char* base = s.data();
@@ -33,11 +53,6 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
     const void* p = std::memchr(base + from, lit[0], s.size() - from);
     return p ? static_cast<const char*>(p) - base : std::string_view::npos;
   }
-  // A byte that is rare in log text (not a lower-case letter, digit or blank:
-  // 'N' of "NCCL ", ':' of ": opCount ") makes memchr the filter: it skips
-  // whole lines that lack it at memory speed.
-  size_t rare = 0;
-  while (rare < m && (IsSpace(lit[rare]) || IsDigit(lit[rare]) || (lit[rare] >= 'a' && lit[rare] <= 'z'))) ++rare;
   if (rare < m) {
     const char* end = base + s.size() - (m - 1 - rare);  // one past the last pivot position
     for (const char* p = base + from + rare; p < end; ++p) {
@@ -47,13 +62,8 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
     }
     return std::string_view::npos;
   }
-  // Wojciech Mula's SIMD substring search: positions where two bytes of lit
-  // match, 16 at a time; only those are compared whole. The two bytes are its
-  // first and last non-blank ones: a blank is next to every word.
-  size_t b0 = 0, b1 = m - 1;
-  while (b0 < m - 1 && IsSpace(lit[b0])) ++b0;
-  while (b1 > b0 + 1 && IsSpace(lit[b1])) --b1;
-  if (b1 <= b0) b0 = 0, b1 = m - 1;
+  // Wojciech Mula's SIMD substring search: positions where both pivot bytes
+  // match, 16 at a time; only those are compared whole.
   size_t i = from;
   const size_t last = s.size() - m;  // last possible start
 #ifdef __SSE2__
@@ -99,6 +109,21 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
     if (base[i + b0] == lit[b0] && base[i + b1] == lit[b1] && std::memcmp(base + i, lit.data(), m) == 0) return i;
   }
   return std::string_view::npos;
+}
+
+
+}  // namespace
+
+LiteralFinder::LiteralFinder(std::string_view lit) : lit_(lit) { ChoosePivots(lit_, &rare_, &b0_, &b1_); }
+
+size_t LiteralFinder::Find(std::string_view s, size_t from) const {
+  return FindWithPivots(s, lit_, from, rare_, b0_, b1_);
+}
+
+size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
+  size_t rare, b0, b1;
+  ChoosePivots(lit, &rare, &b0, &b1);
+  return FindWithPivots(s, lit, from, rare, b0, b1);
 }
 
 bool ConsumePrefix(std::string_view* s, std::string_view p) {

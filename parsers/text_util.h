@@ -20,10 +20,23 @@ inline bool EndsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-// Finds `lit` in `s` at or after `from` (npos if absent). memchr pivots on a
-// byte of lit that is rare in logs (upper case, punctuation); a literal of only
-// lower-case letters, digits and blanks is filtered 16 positions at a time on
-// its first and last non-blank bytes (SSE2).
+// Finds a literal in text. memchr pivots on a byte of the literal that is rare
+// in logs (upper case, punctuation); a literal of only lower-case letters,
+// digits and blanks is filtered 16 positions at a time on its first and last
+// non-blank bytes (SSE2). The pivots are chosen once, at construction.
+class LiteralFinder {
+ public:
+  explicit LiteralFinder(std::string_view lit);
+  // Position of the literal in s at or after `from`, or npos.
+  size_t Find(std::string_view s, size_t from = 0) const;
+  const std::string& literal() const { return lit_; }
+
+ private:
+  std::string lit_;
+  size_t rare_, b0_, b1_;
+};
+
+// One-off search (pivots chosen per call): LiteralFinder(lit).Find(s, from).
 size_t FindLiteral(std::string_view s, std::string_view lit, size_t from = 0);
 
 // Parses a run of decimal digits at the front of *s (consuming it). Returns false

@@ -232,9 +232,13 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     if (!r.fields.empty()) {
       cr.num_captures = static_cast<int>(r.fields.size());
       cr.capture_names.assign(1, "");
-      for (const auto& f : r.fields) {
+      for (size_t i = 0; i < r.fields.size(); ++i) {
+        const auto& f = r.fields[i];
         cr.capture_names.push_back(f.name);
         vars.insert(f.name);
+        // A field whose anchor is the previous field's reuses its position.
+        bool reuse = i > 0 && r.fields[i - 1].anchor.value == f.anchor.value;
+        cr.field_finders.push_back(reuse ? std::nullopt : std::optional<LiteralFinder>(f.anchor.value));
       }
       if (cr.num_captures > kMaxCaptures) im.Error(r.pattern.pos, "E-BAD-VALUE", "at most 15 fields");
     } else if (!re.ok()) {

@@ -80,26 +80,21 @@ const CompiledRule* RuleSet::FindRule(std::string_view id) const {
 bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups) {
   groups[0] = re2::StringPiece(text.data(), text.size());
   // Fields are found in order: each anchor is searched from the previous one.
-  size_t from = 0;
-  const std::string* prev_anchor = nullptr;
-  size_t prev_pos = 0;
+  size_t pos = 0;
   for (size_t i = 0; i < r.spec.fields.size(); ++i) {
     const LineRule::Field& f = r.spec.fields[i];
-    const std::string& a = f.anchor.value;
-    size_t pos = prev_anchor && *prev_anchor == a ? prev_pos : FindLiteral(text, a, from);
-    if (pos == std::string_view::npos) return false;
-    prev_anchor = &a;
-    prev_pos = pos;
-    from = pos;
+    if (r.field_finders[i]) {
+      pos = r.field_finders[i]->Find(text, pos);
+      if (pos == std::string_view::npos) return false;
+    }
     size_t b, e;
-    // The token is the run of non-blank bytes next to the anchor (plain loops:
-    // find_first_of calls memchr once per byte).
+    // The token is the run of non-blank bytes next to the anchor.
     if (f.before) {
       e = pos;
       b = e;
       while (b > 0 && !IsSpace(text[b - 1])) --b;
     } else {
-      b = pos + a.size();
+      b = pos + f.anchor.value.size();
       e = b;
       while (e < text.size() && !IsSpace(text[e])) ++e;
     }

@@ -17,11 +17,13 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "parsers/parsed_line.h"
+#include "parsers/text_util.h"
 #include "rules/literal_matcher.h"
 #include "rules/rule.h"
 #include "rules/template.h"
@@ -61,6 +63,9 @@ struct CompiledRule {
   std::vector<CompiledLookup> lookups;
   Template explanation;
   Template remediation;
+  // `fields` rules: the search for each field's anchor, or none when the
+  // field shares the previous field's anchor (same position).
+  std::vector<std::optional<LiteralFinder>> field_finders;
   int subject_capture = -1;          // group named "rank" when subject: capture
   std::vector<std::string> group_by; // variable names
   // Only sets facts merged first/last/max/min/count, from the line's own
