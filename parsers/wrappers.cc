@@ -201,9 +201,11 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
   for (int part = 0; part < 2; ++part) {
     size_t d = ++i;
     int64_t v = 0;
-    while (i < n && IsDigit(s[i])) {
-      v = i - d < 18 ? v * 10 + (s[i] - '0') : -1;  // more than 18 digits: no number
-      ++i;
+    const size_t digits_end = std::min(n, d + 18);
+    while (i < digits_end && IsDigit(s[i])) v = v * 10 + (s[i++] - '0');
+    if (i == digits_end && i < n && IsDigit(s[i])) {  // more than 18 digits: no number
+      v = -1;
+      while (i < n && IsDigit(s[i])) ++i;
     }
     if (i == d || i >= n || s[i] != (part == 0 ? ':' : ' ')) return false;
     num[part] = v;

@@ -50,6 +50,7 @@ class LiteralMatcher {
   void Report(int id, std::vector<int>* ids, std::vector<uint8_t>* seen) const;
 
   std::vector<std::string> atoms_;
+  std::vector<std::string> folds_;  // per atom: 0x20 at its letters (case-blind compare)
   std::vector<uint64_t> table_;    // [super-character]: bit (8*j + b) clear = accepted at position j by bucket b
   uint32_t short_buckets_ = 0;     // buckets holding atoms shorter than kPositions
   std::vector<int32_t> short_atoms_;
