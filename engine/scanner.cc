@@ -427,7 +427,10 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   const int first_file = static_cast<int>(state->files().size());
   for (const auto& p : paths) state->AddFile(DisplayName(p));
   ChunkReader reader(paths, first_file, opts_, on_error);
-  const size_t tokens = static_cast<size_t>(jobs) * 2 + 1;
+  // Chunks in flight: enough that a worker rarely waits on the in-order stages
+  // (measured: 4 per thread beat 2 per thread by ~4% wall at -j2); each costs
+  // about chunk_size + max_line of memory.
+  const size_t tokens = static_cast<size_t>(jobs) * 4 + 2;
   std::vector<JobState::FoldedFact> folded;  // output-stage scratch
 
   tbb::parallel_pipeline(
