@@ -32,7 +32,10 @@ size_t AnsiLenAt(std::string_view s, size_t i) {
 
 }  // namespace
 
-ByteScan ScanBytes(std::string_view s) {
+namespace {
+
+ByteScan ScanBytesImpl(std::string_view s, bool simd) {
+  static_cast<void>(simd);  // unused without SSE2
   // 1 = control byte, 2 = NUL, 4 = CR, 8 = ESC, 16 = '['
   static const auto kClass = [] {
     std::array<uint8_t, 256> t{};
@@ -57,6 +60,7 @@ ByteScan ScanBytes(std::string_view s) {
   };
   size_t i = 0;
 #ifdef __SSE2__
+  const size_t vn = simd ? n : 0;  // the reference does every byte in the loop at the end
   // Most lines have no control byte at all and only a few '[': skip 16 bytes at
   // a time unless one of them is a control byte (<= 0x1f) or '['.
   const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('[');
@@ -64,15 +68,23 @@ ByteScan ScanBytes(std::string_view s) {
     __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
     return _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x), _mm_cmpeq_epi8(x, kBracket));
   };
-  for (; i + 32 <= n; i += 32) {  // two vectors per branch
+  for (; i + 32 <= vn; i += 32) {  // two vectors per branch
     __m128i a = flags(i), b = flags(i + 16);
     if (_mm_movemask_epi8(_mm_or_si128(a, b)) == 0) continue;
     uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(a)) | static_cast<uint32_t>(_mm_movemask_epi8(b)) << 16;
     for (; mask; mask &= mask - 1) one(i + static_cast<size_t>(__builtin_ctz(mask)));
   }
-  for (; i + 16 <= n; i += 16) {
+  for (; i + 16 <= vn; i += 16) {
     unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(flags(i)));
     for (; mask; mask &= mask - 1) one(i + static_cast<size_t>(__builtin_ctz(mask)));
+  }
+  if (i < vn && vn >= 16) {
+    // The last bytes: one vector overlapping the ones before, with the
+    // positions already seen masked off (each byte is counted once).
+    const size_t j = vn - 16;
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(flags(j))) >> (i - j) << (i - j);
+    for (; mask; mask &= mask - 1) one(j + static_cast<size_t>(__builtin_ctz(mask)));
+    i = vn;
   }
 #endif
   for (; i < n; ++i) one(i);
@@ -81,6 +93,11 @@ ByteScan ScanBytes(std::string_view s) {
   r.ansi |= (all & 8) != 0;
   return r;
 }
+
+}  // namespace
+
+ByteScan ScanBytes(std::string_view s) { return ScanBytesImpl(s, true); }
+ByteScan ScanBytesReference(std::string_view s) { return ScanBytesImpl(s, false); }
 
 
 std::string_view StripAnsi(std::string_view s, Arena* arena) {

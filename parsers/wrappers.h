@@ -21,6 +21,8 @@ struct ByteScan {
   size_t control = 0;  // control bytes in the first 256 (binary detection)
 };
 ByteScan ScanBytes(std::string_view s);
+// The same, byte by byte without SIMD: the reference ScanBytes is tested against.
+ByteScan ScanBytesReference(std::string_view s);
 
 // Removes ANSI SGR sequences (also without their ESC byte: a stray "[0m").
 std::string_view StripAnsi(std::string_view s, Arena* arena);

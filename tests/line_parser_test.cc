@@ -8,6 +8,7 @@
 
 #include "parsers/path_hints.h"
 #include "parsers/text_util.h"
+#include "parsers/wrappers.h"
 
 namespace ncclscan {
 namespace {
@@ -307,6 +308,23 @@ TEST(TextUtil, CompareNumericAgreesWithParsedValues) {
     bool ok_a = ParseNumber(a, hex, &x), ok_b = ParseNumber(b, hex, &y);
     int want = ok_a && ok_b ? (x < y ? -1 : (x > y ? 1 : 0)) : (ok_a != ok_b ? (ok_a ? 1 : -1) : sign(a.compare(b)));
     ASSERT_EQ(sign(CompareNumeric(a, b, hex)), want) << "'" << a << "' '" << b << "' hex " << hex;
+  }
+}
+
+// Property test: the vectorised byte scan (32/16-byte steps, an overlapping
+// last vector) agrees with the byte-by-byte reference, control-byte count included.
+TEST(Wrappers, ScanBytesAgreesWithReference) {
+  std::mt19937 rng(3);
+  const std::string alphabet = std::string("ab[0m;]\x1b\r\t", 10) + std::string(1, '\0') + "\x01";
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    size_t n = rng() % 300;
+    for (size_t i = 0; i < n; ++i) s += alphabet[rng() % alphabet.size()];
+    ByteScan a = ScanBytes(s), b = ScanBytesReference(s);
+    ASSERT_EQ(a.nul, b.nul) << round;
+    ASSERT_EQ(a.cr, b.cr) << round;
+    ASSERT_EQ(a.ansi, b.ansi) << round;
+    ASSERT_EQ(a.control, b.control) << round;
   }
 }
 
