@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <system_error>
+#include <thread>
 
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
@@ -36,8 +38,24 @@ RuleLoader::RuleLoader() : impl_(new Impl) {}
 RuleLoader::~RuleLoader() = default;
 
 void RuleLoader::AddEmbedded() {
+  // yaml-cpp parses ~1 us per byte, most of the start-up time: the files are
+  // parsed on two threads, then read in order (diagnostics stay in file order).
+  std::vector<RuleReader::Parsed> docs(kNumEmbeddedRuleFiles);
+  auto parse = [&docs](int first, int step) {
+    for (int i = first; i < kNumEmbeddedRuleFiles; i += step) {
+      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+    }
+  };
+  try {
+    std::thread helper(parse, 1, 2);
+    parse(0, 2);
+    helper.join();
+  } catch (const std::system_error&) {  // no thread to be had: one is enough
+    parse(0, 1);
+  }
   for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
-    AddSource(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+    sources_[kEmbeddedRuleFiles[i].name] = kEmbeddedRuleFiles[i].text;
+    impl_->Read(kEmbeddedRuleFiles[i].name, docs[i]);
   }
 }
 

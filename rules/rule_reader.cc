@@ -418,16 +418,27 @@ void RuleReader::ReadFact(const YAML::Node& n) {
   facts.push_back(FactEntry{std::move(f), layer});
 }
 
-void RuleReader::ReadFile(const std::string& name, const std::string& text) {
-  file = name;
-  YAML::Node root;
+RuleReader::Parsed RuleReader::Parse(const std::string& name, const std::string& text) {
+  Parsed doc;
   try {
-    root = YAML::Load(text);
+    doc.root = YAML::Load(text);
+    doc.ok = true;
   } catch (const YAML::Exception& e) {
-    SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
-    Error(p, "E-YAML", "not valid YAML: " + e.msg);
+    doc.error_pos = SourcePos{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    doc.error = "not valid YAML: " + e.msg;
+  }
+  return doc;
+}
+
+void RuleReader::ReadFile(const std::string& name, const std::string& text) { Read(name, Parse(name, text)); }
+
+void RuleReader::Read(const std::string& name, const Parsed& doc) {
+  file = name;
+  if (!doc.ok) {
+    Error(doc.error_pos, "E-YAML", doc.error);
     return;
   }
+  const YAML::Node& root = doc.root;
   if (root.IsNull()) return;  // empty file
   if (!root.IsMap()) {
     Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations");

@@ -32,6 +32,17 @@ class RuleReader {
   // Reads one YAML document into facts / rules / correlations (all layers' data
   // stays here; RuleLoader::Build validates and compiles it).
   void ReadFile(const std::string& name, const std::string& text);
+
+  // ReadFile in two steps, so that the slow part (YAML parsing) of several
+  // files can run on several threads: Parse is thread-safe, Read is not.
+  struct Parsed {
+    YAML::Node root;
+    bool ok = false;
+    SourcePos error_pos;
+    std::string error;
+  };
+  static Parsed Parse(const std::string& name, const std::string& text);
+  void Read(const std::string& name, const Parsed& doc);
   void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "");
 
  private:
