@@ -31,6 +31,16 @@ struct LineEvent {
   uint32_t match_begin;
   uint32_t match_end;
   int32_t fold = -1;    // >= 0: a folded run (Chunk::folds), `line` its first line
+  // A continuation line before any line of this chunk that sets the rank
+  // context: it inherits from the previous chunk, which the output stage knows.
+  bool orphan = false;
+};
+
+// The rank context continuation lines inherit (see ParseChunk).
+struct CarryRank {
+  int rank = -1;
+  int pg_rank = -1;
+  std::string_view pg;
 };
 
 // A run of matches of one foldable rule on lines of one process with no other
@@ -83,6 +93,8 @@ struct Chunk {
   std::unordered_set<ProcessNote, ProcessNoteHash> process_seen;
   std::vector<FoldedRun> folds;
   std::vector<FoldEntry> fold_entries;
+  bool carry_set = false;  // some line set the rank context; `carry` is the last one
+  CarryRank carry;
 
   // Per-token scratch, reused across chunks.
   Arena arena;
@@ -101,6 +113,8 @@ struct Chunk {
     process_seen.clear();
     folds.clear();
     fold_entries.clear();
+    carry_set = false;
+    carry = CarryRank();
     arena.Reset();
   }
 };
@@ -348,9 +362,10 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   int64_t last_pid = -1;
   // PyTorch messages span several physical lines (wrapped text, "Last error:",
   // what() copies); continuation lines have no header and inherit the rank of
-  // the last c10 line before them.
-  int carry_rank = -1, carry_pg_rank = -1;
-  std::string_view carry_pg;
+  // the last c10 line before them. Those before the chunk's first such line
+  // are marked orphans and get the previous chunk's context in the output stage,
+  // so results do not depend on where chunks end.
+  CarryRank& carry = c->carry;
   Folder folder(rules, c);
   while (p < end) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
@@ -366,15 +381,16 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       } else {
         c->counters.glued_lines++;
       }
+      bool orphan = false;
       if (pl.severity != 0 || pl.family == Family::kNccl ||
           (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
-        carry_rank = pl.rank_hint;
-        carry_pg_rank = pl.family == Family::kTorch ? pl.pg_rank : -1;
-        carry_pg = pl.pg_id;
+        carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id};
+        c->carry_set = true;
       } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
-        pl.rank_hint = carry_rank;
-        pl.pg_rank = carry_pg_rank;
-        pl.pg_id = carry_pg;
+        pl.rank_hint = carry.rank;
+        pl.pg_rank = carry.pg_rank;
+        pl.pg_id = carry.pg;
+        orphan = !c->carry_set;
       }
       if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
         last_host = pl.host;
@@ -398,6 +414,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       }
       folder.Flush();
       c->events.push_back(LineEvent{pl, index, mbegin, mend});
+      c->events.back().orphan = orphan;
     });
     ++index;
   }
@@ -432,6 +449,9 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   // about chunk_size + max_line of memory.
   const size_t tokens = static_cast<size_t>(jobs) * 4 + 2;
   std::vector<JobState::FoldedFact> folded;  // output-stage scratch
+  // Output stage: the rank context at the end of the last chunk applied.
+  int carry_file = -1, carry_rank = -1, carry_pg_rank = -1;
+  std::string carry_pg;
 
   tbb::parallel_pipeline(
       tokens,
@@ -456,7 +476,18 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
             // Lines of the file counted so far: files were registered fresh above.
             uint64_t base = state->file(c->file).lines;
             for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
-            for (const LineEvent& e : c->events) {
+            // Context from the previous chunk of the same file, for orphans.
+            if (c->file != carry_file) {
+              carry_file = c->file;
+              carry_rank = carry_pg_rank = -1;
+              carry_pg.clear();
+            }
+            for (LineEvent& e : c->events) {
+              if (e.orphan) {
+                e.line.rank_hint = carry_rank;
+                e.line.pg_rank = carry_pg_rank;
+                e.line.pg_id = carry_pg;
+              }
               if (e.fold >= 0) {
                 const FoldedRun& run = c->folds[e.fold];
                 folded.clear();
@@ -477,6 +508,11 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                 state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
                              c->groups.data() + me.group_begin, me.num_groups);
               }
+            }
+            if (c->carry_set) {
+              carry_rank = c->carry.rank;
+              carry_pg_rank = c->carry.pg_rank;
+              carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
             }
             state->file(c->file).lines += c->lines;
             AddCounters(&state->counters(), c->counters);

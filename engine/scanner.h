@@ -24,7 +24,10 @@ namespace ncclscan {
 
 struct ScanOptions {
   int jobs = 0;                    // 0 = all cores
-  size_t chunk_size = 1 << 20;
+  // Bytes per pipeline token. Small enough that the chunks in flight stay in
+  // cache between the read and the parse (128 KiB measured ~10% faster at -j2
+  // than 1 MiB); results do not depend on it.
+  size_t chunk_size = 1 << 17;
   size_t max_line = 1 << 20;
   // Fold runs of foldable matches (CompiledRule::foldable) in the parallel
   // stage; false applies every match line by line (the reference, for tests).

@@ -113,6 +113,34 @@ std::string StateDump(const JobState& st) {
   return out;
 }
 
+// Regression: a PyTorch continuation line (no header) inherits the rank of the
+// c10 line before it; when a chunk boundary fell between them it lost it, so
+// results depended on the chunk size.
+TEST(Scanner, ContinuationLinesKeepTheirRankAcrossChunkBoundaries) {
+  TempDir dir;
+  std::string s;
+  for (int r = 0; r < 3; ++r) {
+    s += "[E1122 10:15:3" + std::to_string(r) + ".000000000 ProcessGroupNCCL.cpp:616] [Rank " + std::to_string(r) +
+         "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+         "NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n";
+    s += "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled cuda error, NCCL "
+         "version 2.18.1\n";
+    s += "step " + std::to_string(r) + " | loss 2.31\n";
+  }
+  std::string path = dir.Write("job.log", s);
+  ScanOptions whole;
+  Analysis ref = Analyze(Rules(), {path}, whole);
+  std::string want = RenderJson(*ref.state, ref.diagnosis);
+  for (size_t chunk : {1, 20, 97, 250}) {
+    ScanOptions small;
+    small.jobs = 2;
+    small.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, small);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*ref.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), want) << "chunk " << chunk;
+  }
+}
+
 // Folding runs of COLL matches in the parallel stage must leave exactly the
 // state of applying every line: two processes interleaved in one file,
 // alternating communicators, opCounts that go down and repeat, rank prefixes
