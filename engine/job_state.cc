@@ -380,10 +380,16 @@ void JobState::ApplyFolded(int file, const ParsedLine& line, int rule_idx, int64
   const CompiledRule& r = rules_->rules()[rule_idx];
   counters_.matched_lines += lines;
   int si = SubjectFor(file, line, -1, r.spec.subject == SubjectMode::kPrevious, lines);
-  for (int i = 0; i < num_facts; ++i) {
-    const FoldedFact& f = facts[i];
-    SetFact(si, f.fact, f.key, f.value, f.count, f.ev, f.seen);
-  }
+  // In the order of the lines they keep: two entries whose keys meet after the
+  // comm-pointer translation (two communicators of one process with one
+  // commId) then merge as line by line would (max/min: the first line with the
+  // extreme value; last: the latest; first/count: the earliest).
+  std::vector<const FoldedFact*> order;
+  order.reserve(static_cast<size_t>(num_facts));
+  for (int i = 0; i < num_facts; ++i) order.push_back(&facts[i]);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const FoldedFact* a, const FoldedFact* b) { return a->ev.line < b->ev.line; });
+  for (const FoldedFact* f : order) SetFact(si, f->fact, f->key, f->value, f->count, f->ev, f->seen);
 }
 
 void JobState::MergeSubject(int from, int into) {

@@ -43,7 +43,13 @@ void RuleLoader::AddEmbedded() {
   std::vector<RuleReader::Parsed> docs(kNumEmbeddedRuleFiles);
   auto parse = [&docs](int first, int step) {
     for (int i = first; i < kNumEmbeddedRuleFiles; i += step) {
-      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+      try {
+        docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+      } catch (const std::exception& e) {  // not a YAML error (out of memory): reported, not thrown across threads
+        docs[i].ok = false;
+        docs[i].error_pos = SourcePos{kEmbeddedRuleFiles[i].name, 0, 0};
+        docs[i].error = std::string("cannot parse: ") + e.what();
+      }
     }
   };
   try {

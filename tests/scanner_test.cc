@@ -166,6 +166,20 @@ TEST(Scanner, FoldedRunsLeaveTheSameStateAsLineByLine) {
     if (i % 37 == 0) s += host + "Using network IB\n";
     if (i % 41 == 0) s += "step " + std::to_string(i) + " | loss 2.31\n";
   }
+  // One process driving two GPUs: two comm pointers with one commId, the same
+  // opCounts on both (ties between the folded entries of one translated key).
+  const char* p0 = "gpu:10:10 [0] NCCL INFO ";
+  const char* p1 = "gpu:10:10 [1] NCCL INFO ";
+  for (const char* ptr : {"0xa0", "0xb0"}) {
+    s += std::string(ptr[2] == 'a' ? p0 : p1) + "ncclCommInitRank comm " + ptr + " rank " + (ptr[2] == 'a' ? "0" : "1") +
+         " nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xc0 - Init COMPLETE\n";
+  }
+  for (int i = 0; i < 6; ++i) {
+    for (int gpu : {i % 2, 1 - i % 2}) {
+      s += std::string(gpu ? p1 : p0) + "AllReduce: opCount " + std::to_string(i) +
+           " sendbuff 0x7f count 8 datatype 7 op 0 root 0 comm " + (gpu ? "0xb0" : "0xa0") + " [nranks=2] stream 0x1\n";
+    }
+  }
   std::string path = dir.Write("rank1.log", s);
   for (size_t chunk : {size_t{1} << 20, size_t{97}, size_t{1000}}) {
     ScanOptions folded, plain;
