@@ -10,7 +10,7 @@ WORK=$(mktemp -d /tmp/ncclscan_fuzz.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/lines" "$WORK/yaml" "$WORK/json"
 # Seeds: lines of corpus logs in small batches; rule files; docker lines.
-find "$ROOT/corpus" -type f ! -name '*.json' ! -name '*.md' ! -name '*.gz' ! -name '*.zst' | sort | head -200 |
+find "$ROOT/corpus" -type f ! -name '*.json' ! -name '*.md' ! -name '*.gz' ! -name '*.zst' | sort | sed -n '1,200p' |
   while read -r f; do split -l 20 -a 4 "$f" "$WORK/lines/$(basename "$f")."; done
 cp "$ROOT"/rules/*.yaml "$WORK/yaml/"
 printf '"gpu-a17:1:1 [3] NCCL INFO Using network IB\\n","stream":"stdout","time":"2024-11-22T10:15:32.1Z"}' >"$WORK/json/a"
