@@ -53,6 +53,22 @@ bool SeenBefore(const Seen& a, const Seen& b) {
   return a.line < b.line;
 }
 
+}  // namespace
+
+bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_view current) {
+  switch (spec.merge) {
+    case MergeMode::kLast: return true;
+    case MergeMode::kMax: return CompareNumeric(incoming, current, spec.hex) > 0;
+    case MergeMode::kMin: return CompareNumeric(incoming, current, spec.hex) < 0;
+    case MergeMode::kFirst:
+    case MergeMode::kSet:
+    case MergeMode::kCount: return false;
+  }
+  return false;
+}
+
+namespace {
+
 void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
   switch (spec.merge) {
     case MergeMode::kFirst:
@@ -71,8 +87,7 @@ void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
       break;
     case MergeMode::kMax:
     case MergeMode::kMin: {
-      int c = CompareNumeric(from.value, into->value, spec.hex);
-      if ((spec.merge == MergeMode::kMax && c > 0) || (spec.merge == MergeMode::kMin && c < 0)) {
+      if (MergeReplaces(spec, from.value, into->value)) {
         into->value = from.value;
         into->evidence = from.evidence;
         into->seen = from.seen;
@@ -200,7 +215,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
 }
 
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
-                       const EvidenceRef& ev, const Seen& seen) {
+                       const EvidenceRef& ev) {
   const FactSpec& spec = rules_->facts()[fact];
   Subject* s = &subjects_[si];
   FactValue* fv;
@@ -223,12 +238,8 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     fv = &s->facts[fact];
   }
   fv->count += count;
-  bool take = fresh;
+  const bool take = fresh || MergeReplaces(spec, value, fv->value);
   switch (spec.merge) {
-    case MergeMode::kFirst: break;
-    case MergeMode::kLast: take = true; break;
-    case MergeMode::kMax: take = fresh || CompareNumeric(value, fv->value, spec.hex) > 0; break;
-    case MergeMode::kMin: take = fresh || CompareNumeric(value, fv->value, spec.hex) < 0; break;
     case MergeMode::kSet: {
       auto it = std::lower_bound(fv->values.begin(), fv->values.end(), value);
       if ((it == fv->values.end() || *it != value) && fv->values.size() < kMaxSetValues) {
@@ -239,11 +250,13 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     case MergeMode::kCount:
       fv->value = std::to_string(fv->count);
       break;
+    default:
+      break;
   }
   if (take) {
     if (spec.merge != MergeMode::kCount) fv->value.assign(value.data(), value.size());
     ev.CopyTo(&fv->evidence);
-    fv->seen = seen;
+    fv->seen = ev.seen();
   }
 }
 
@@ -263,8 +276,8 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
   int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
 
-  EvidenceRef ev{file, line_no, line.text.substr(0, kMaxEvidenceText), line.time};
-  Seen seen{line.time, file, line_no};
+  const EvidenceRef ev{file, line_no, line.text, line.time};
+  const Seen seen = ev.seen();
 
   std::string b1, b2;
   if (r.has_identity) {
@@ -302,9 +315,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         // Start/complete also become facts so correlations can use them.
         int f_start = rules_->FindFact("init_start"), f_done = rules_->FindFact("init_complete");
         int f_abort = rules_->FindFact("comm_abort");
-        if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev, seen);
-        if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev, seen);
-        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev, seen);
+        if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev);
+        if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev);
+        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev);
       }
     }
     // A line may describe another process (a launcher's rank table): host + pid.
@@ -335,7 +348,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
 
   for (const CompiledFact& cf : r.facts) {
     std::string_view key = rules_->facts()[cf.fact].keyed ? render(cf.key, &b1) : std::string_view();
-    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev, seen);
+    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev);
   }
 
   if (r.spec.finding.present) {
@@ -375,11 +388,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
 }
 
-void JobState::ApplyFolded(int file, const ParsedLine& line, int rule_idx, int64_t lines, const FoldedFact* facts,
-                           int num_facts) {
-  const CompiledRule& r = rules_->rules()[rule_idx];
+void JobState::ApplyFolded(int file, const ParsedLine& line, int64_t lines, const FoldedFact* facts, int num_facts) {
   counters_.matched_lines += lines;
-  int si = SubjectFor(file, line, -1, r.spec.subject == SubjectMode::kPrevious, lines);
+  int si = SubjectFor(file, line, -1, /*previous=*/false, lines);  // foldable rules have subject: line
   // In the order of the lines they keep: two entries whose keys meet after the
   // comm-pointer translation (two communicators of one process with one
   // commId) then merge as line by line would (max/min: the first line with the
@@ -389,7 +400,7 @@ void JobState::ApplyFolded(int file, const ParsedLine& line, int rule_idx, int64
   for (int i = 0; i < num_facts; ++i) order.push_back(&facts[i]);
   std::stable_sort(order.begin(), order.end(),
                    [](const FoldedFact* a, const FoldedFact* b) { return a->ev.line < b->ev.line; });
-  for (const FoldedFact* f : order) SetFact(si, f->fact, f->key, f->value, f->count, f->ev, f->seen);
+  for (const FoldedFact* f : order) SetFact(si, f->fact, f->key, f->value, f->count, f->ev);
 }
 
 void JobState::MergeSubject(int from, int into) {

@@ -34,26 +34,32 @@ struct Evidence {
   double time = -1;
 };
 
-// A not-yet-copied Evidence, so values that are merged away cost no copy.
-struct EvidenceRef {
-  int file = -1;
-  int64_t line = 0;
-  std::string_view text;
-  double time = -1;
-  void CopyTo(Evidence* e) const {
-    e->file = file;
-    e->line = line;
-    e->text.assign(text.data(), text.size());
-    e->time = time;
-  }
-};
-
 // Where a value was seen, for ordering "first" across ranks.
 struct Seen {
   double time = -1;   // seconds-of-year from a timestamp, -1 if none
   int file = -1;
   int64_t line = 0;
 };
+
+// A not-yet-copied Evidence, so values that are merged away cost no copy.
+struct EvidenceRef {
+  int file = -1;
+  int64_t line = 0;
+  std::string_view text;  // the whole line; CopyTo keeps kMaxEvidenceText bytes
+  double time = -1;
+  void CopyTo(Evidence* e) const {
+    e->file = file;
+    e->line = line;
+    std::string_view t = text.substr(0, kMaxEvidenceText);
+    e->text.assign(t.data(), t.size());
+    e->time = time;
+  }
+  Seen seen() const { return Seen{time, file, line}; }
+};
+
+// Whether a merge replaces the value it holds with `incoming` (first: never;
+// last: always; max/min: when numerically above/below; set/count keep no single value).
+bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_view current);
 
 struct FactValue {
   std::string value;                 // first/last/max/min
@@ -157,10 +163,9 @@ class JobState {
     std::string_view key;    // rendered, before comm-pointer translation
     std::string_view value;
     int64_t count;
-    EvidenceRef ev;
-    Seen seen;
+    EvidenceRef ev;          // the line whose value is kept
   };
-  void ApplyFolded(int file, const ParsedLine& line, int rule, int64_t lines, const FoldedFact* facts, int num_facts);
+  void ApplyFolded(int file, const ParsedLine& line, int64_t lines, const FoldedFact* facts, int num_facts);
 
   Counters& counters() { return counters_; }
   const Counters& counters() const { return counters_; }
@@ -182,9 +187,10 @@ class JobState {
   int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous, int64_t weight = 1);
   int ProcessSubject(std::string_view host, int64_t pid);
   int RankSubject(int rank);
-  // `count` lines set this value (a folded run counts all its lines).
+  // `count` lines set this value (a folded run counts all its lines); ev is
+  // the line that set it.
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
-               const EvidenceRef& ev, const Seen& seen);
+               const EvidenceRef& ev);
   void MergeSubject(int from, int into);
   void NoteConflict(const std::string& msg);
 

@@ -11,7 +11,6 @@
 
 #include "engine/source.h"
 #include "parsers/line_parser.h"
-#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -41,6 +40,11 @@ struct CarryRank {
   int rank = -1;
   int pg_rank = -1;
   std::string_view pg;
+  void InheritTo(ParsedLine* pl) const {
+    pl->rank_hint = rank;
+    pl->pg_rank = pg_rank;
+    pl->pg_id = pg;
+  }
 };
 
 // A run of matches of one foldable rule on lines of one process with no other
@@ -58,7 +62,6 @@ struct FoldEntry {
 };
 
 struct FoldedRun {
-  int rule;
   uint32_t lines;
   uint32_t entry_begin, entry_end;  // in Chunk::fold_entries
 };
@@ -305,14 +308,7 @@ class Folder {
         continue;
       }
       ++e->count;
-      bool take = false;
-      switch (spec.merge) {
-        case MergeMode::kLast: take = true; break;
-        case MergeMode::kMax: take = CompareNumeric(value, e->value, spec.hex) > 0; break;
-        case MergeMode::kMin: take = CompareNumeric(value, e->value, spec.hex) < 0; break;
-        default: break;  // first, count: the first line stays
-      }
-      if (take) {
+      if (MergeReplaces(spec, value, e->value)) {  // as JobState::SetFact decides
         e->value = value;
         e->line_index = index;
         e->text = pl.text;
@@ -326,7 +322,7 @@ class Folder {
     if (lines_ == 0) return;
     uint32_t begin = static_cast<uint32_t>(c_->fold_entries.size());
     c_->fold_entries.insert(c_->fold_entries.end(), pending_.begin(), pending_.end());
-    c_->folds.push_back(FoldedRun{rule_, lines_, begin, static_cast<uint32_t>(c_->fold_entries.size())});
+    c_->folds.push_back(FoldedRun{lines_, begin, static_cast<uint32_t>(c_->fold_entries.size())});
     LineEvent ev{first_, first_index_, 0, 0};
     ev.fold = static_cast<int32_t>(c_->folds.size()) - 1;
     c_->events.push_back(ev);
@@ -387,9 +383,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id};
         c->carry_set = true;
       } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
-        pl.rank_hint = carry.rank;
-        pl.pg_rank = carry.pg_rank;
-        pl.pg_id = carry.pg;
+        carry.InheritTo(&pl);
         orphan = !c->carry_set;
       }
       if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
@@ -449,9 +443,11 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
   // about chunk_size + max_line of memory.
   const size_t tokens = static_cast<size_t>(jobs) * 4 + 2;
   std::vector<JobState::FoldedFact> folded;  // output-stage scratch
-  // Output stage: the rank context at the end of the last chunk applied.
-  int carry_file = -1, carry_rank = -1, carry_pg_rank = -1;
-  std::string carry_pg;
+  // Output stage: the rank context at the end of the last chunk applied
+  // (`last_carry.pg` views `last_carry_pg`: the chunk's buffer is recycled).
+  int carry_file = -1;
+  CarryRank last_carry;
+  std::string last_carry_pg;
 
   tbb::parallel_pipeline(
       tokens,
@@ -479,28 +475,20 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
             // Context from the previous chunk of the same file, for orphans.
             if (c->file != carry_file) {
               carry_file = c->file;
-              carry_rank = carry_pg_rank = -1;
-              carry_pg.clear();
+              last_carry = CarryRank();
             }
             for (LineEvent& e : c->events) {
-              if (e.orphan) {
-                e.line.rank_hint = carry_rank;
-                e.line.pg_rank = carry_pg_rank;
-                e.line.pg_id = carry_pg;
-              }
+              if (e.orphan) last_carry.InheritTo(&e.line);
               if (e.fold >= 0) {
                 const FoldedRun& run = c->folds[e.fold];
                 folded.clear();
                 for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
                   const FoldEntry& fe = c->fold_entries[k];
                   int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
-                  folded.push_back(JobState::FoldedFact{
-                      fe.fact, fe.key, fe.value, fe.count,
-                      EvidenceRef{c->file, line_no, fe.text.substr(0, kMaxEvidenceText), fe.time},
-                      Seen{fe.time, c->file, line_no}});
+                  folded.push_back(JobState::FoldedFact{fe.fact, fe.key, fe.value, fe.count,
+                                                        EvidenceRef{c->file, line_no, fe.text, fe.time}});
                 }
-                state->ApplyFolded(c->file, e.line, run.rule, run.lines, folded.data(),
-                                   static_cast<int>(folded.size()));
+                state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
                 continue;
               }
               for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
@@ -510,9 +498,9 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
               }
             }
             if (c->carry_set) {
-              carry_rank = c->carry.rank;
-              carry_pg_rank = c->carry.pg_rank;
-              carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
+              last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
+              last_carry = c->carry;
+              last_carry.pg = last_carry_pg;
             }
             state->file(c->file).lines += c->lines;
             AddCounters(&state->counters(), c->counters);
