@@ -65,6 +65,14 @@ bool RuleReader::Bool(const YAML::Node& n, const std::string& what, bool* out) {
   return true;
 }
 
+void RuleReader::OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
+                       std::string* out) {
+  std::string s;
+  if (!Scalar(n, what, &s)) return;
+  if (s != a && s != b) Error(Pos(n), "E-BAD-VALUE", what + " must be '" + a + "' or '" + b + "'");
+  *out = s;  // kept even when wrong, so later checks do not pile up
+}
+
 void RuleReader::Category(const YAML::Node& n, std::string* out) {
   Located<std::string> c;
   if (!Scalar(n, "category", &c)) return;
@@ -314,12 +322,8 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                else if (key == "category") Category(v, &c.category);
                else if (key == "kind") Scalar(v, "kind", &c.kind);
                else if (key == "fact") Scalar(v, "fact", &c.fact);
-               else if (key == "over") {
-                 if (Scalar(v, "over", &s)) {
-                   if (s != "rank" && s != "host") Error(Pos(v), "E-BAD-VALUE", "over must be 'rank' or 'host'");
-                   c.over = s;
-                 }
-               } else if (key == "min_subjects" || key == "min_reporters") {
+               else if (key == "over") OneOf(v, "over", "rank", "host", &c.over);
+               else if (key == "min_subjects" || key == "min_reporters") {
                  if (Scalar(v, key, &s)) {
                    int x = std::atoi(s.c_str());
                    if (x < 1) Error(Pos(v), "E-BAD-VALUE", key + " must be a positive integer");
@@ -359,12 +363,8 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                } else if (key == "population") Scalar(v, "population", &c.population);
                else if (key == "present") Scalar(v, "present", &c.present);
                else if (key == "absent") Scalar(v, "absent", &c.absent);
-               else if (key == "select") {
-                 if (Scalar(v, "select", &s)) {
-                   if (s != "min" && s != "max") Error(Pos(v), "E-BAD-VALUE", "select must be 'min' or 'max'");
-                   c.select = s;
-                 }
-               } else if (key == "require") Scalar(v, "require", &c.require);
+               else if (key == "select") OneOf(v, "select", "min", "max", &c.select);
+               else if (key == "require") Scalar(v, "require", &c.require);
                else if (key == "finding") ReadFinding(v, &c.finding);
                else if (key == "references") {
                  std::vector<Located<std::string>> refs;

@@ -50,6 +50,9 @@ class RuleReader {
   bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
   bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
   bool Bool(const YAML::Node& n, const std::string& what, bool* out);
+  // A scalar that must be `a` or `b` (an error otherwise; the value is kept).
+  void OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
+             std::string* out);
   void Category(const YAML::Node& n, std::string* out);  // checked against the known categories
   bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
   // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
