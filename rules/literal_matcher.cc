@@ -74,7 +74,7 @@ void LiteralMatcher::Build() {
   for (size_t i = 0; i < atoms_.size(); ++i) {
     const int id = static_cast<int>(i);
     if (atoms_[i].empty()) empty_atoms_.push_back(id);
-    else if (atoms_[i].size() < kPositions) short_atoms_.push_back(id);
+    else if (atoms_[i].size() < kWindow) short_atoms_.push_back(id);
     else longs.push_back(id);
   }
 
@@ -82,40 +82,57 @@ void LiteralMatcher::Build() {
   // their own bucket; long atoms are sorted by fingerprint (atoms with the same
   // letters at the same positions keep a bucket sharp) and cut into equal runs.
   std::stable_sort(longs.begin(), longs.end(),
-                   [&](int x, int y) { return atoms_[x].compare(0, kPositions, atoms_[y], 0, kPositions) < 0; });
-  std::vector<std::vector<int>> buckets(kBuckets);
+                   [&](int x, int y) { return atoms_[x].compare(0, kWindow, atoms_[y], 0, kWindow) < 0; });
+  std::vector<std::vector<int>> buckets(kGroups);
   const int first_long = short_atoms_.empty() ? 0 : 1;
   if (!short_atoms_.empty()) buckets[0] = short_atoms_;
   for (size_t k = 0; k < longs.size(); ++k) {
-    buckets[first_long + k * (kBuckets - first_long) / longs.size()].push_back(longs[k]);
+    buckets[first_long + k * (kGroups - first_long) / longs.size()].push_back(longs[k]);
   }
   short_buckets_ = short_atoms_.empty() ? 0 : 1;
 
+  // The table: for each alignment a (the fingerprint ends a bytes after the
+  // sample) and position j (the sample 2*(3-j) bytes before the newest one),
+  // clear bucket (b + 8a)'s bit for the super-characters the atom accepts at
+  // its window byte w = 7 - a - 2*(3-j).
   table_.assign(kTableSize, ~uint64_t{0});
   const uint32_t next_mask = (1u << kNextBits) - 1;
-  for (int b = 0; b < kBuckets; ++b) {
-    for (int id : buckets[b]) {
+  for (int g = 0; g < kGroups; ++g) {
+    for (int id : buckets[g]) {
       const std::string& a = atoms_[id];
-      const size_t fp = std::min<size_t>(a.size(), kPositions);
-      const size_t wild = kPositions - fp;  // leading positions that accept anything
-      for (size_t j = 0; j < kPositions; ++j) {
-        const uint64_t bit = uint64_t{1} << (8 * j + b);
-        if (j < wild) {
-          for (uint64_t& t : table_) t &= ~bit;
-          continue;
-        }
-        const size_t k = j - wild;
-        const uint8_t c = static_cast<uint8_t>(a[k]);
-        // The next byte's low bits do not depend on its case; past the atom's
-        // end any next byte is accepted.
-        for (uint32_t nb = 0; nb <= next_mask; ++nb) {
-          if (k + 1 < a.size() && nb != (static_cast<uint8_t>(a[k + 1]) & next_mask)) continue;
-          table_[c | nb << 8] &= ~bit;
-          table_[Upper(c) | nb << 8] &= ~bit;
+      const int fp = static_cast<int>(std::min<size_t>(a.size(), kWindow));
+      for (int align = 0; align < kStride; ++align) {
+        for (int j = 0; j < kPositions; ++j) {
+          const uint64_t bit = uint64_t{1} << (kBucketBits * j + g + kGroups * align);
+          const int w = kWindow - 1 - align - kStride * (kPositions - 1 - j);
+          const int k = w - (kWindow - fp);  // atom index of window byte w
+          // The byte itself: the atom's, or any (before the atom). The next
+          // byte's low bits: the atom's next byte, past the fingerprint the
+          // atom's continuation when it has one, or any.
+          const int next = k + 1;
+          const bool next_known = next >= 0 && static_cast<size_t>(next) < a.size();
+          for (uint32_t nb = 0; nb <= next_mask; ++nb) {
+            if (next_known && nb != (static_cast<uint8_t>(a[next]) & next_mask)) continue;
+            if (k < 0) {
+              for (uint32_t c = 0; c < 256; ++c) table_[c | nb << 8] &= ~bit;
+            } else {
+              const uint8_t c = static_cast<uint8_t>(a[k]);
+              table_[c | nb << 8] &= ~bit;
+              table_[Upper(c) | nb << 8] &= ~bit;
+            }
+          }
         }
       }
     }
   }
+
+  // The state before the text: samples there match only positions that accept
+  // anything (before a short atom), so no fingerprint seems to end in the
+  // first bytes unless it can.
+  uint64_t before = 0;
+  for (uint64_t t : table_) before |= t;
+  initial_carry_ = 0;
+  for (int j = 1; j < kPositions; ++j) initial_carry_ |= before << (64 - kBucketBits * j);
 
   // Confirmation table for long atoms, keyed by their folded first 8 bytes.
   std::map<uint64_t, std::vector<int>> by_key;
@@ -148,8 +165,8 @@ void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint3
       if (EqualsFolded(p + end + 1 - a.size(), a)) Report(id, ids, seen);
     }
   }
-  if ((buckets & ~short_buckets_) && end + 1 >= kPositions) {
-    const size_t start = end + 1 - kPositions;
+  if ((buckets & ~short_buckets_) && end + 1 >= kWindow) {
+    const size_t start = end + 1 - kWindow;
     const uint64_t key = Load64(p + start) | kFold;
     for (size_t h = SlotHash(key) >> slot_shift_; slots_[h].key; h = (h + 1) & (slots_.size() - 1)) {
       if (slots_[h].key != key) continue;
@@ -168,10 +185,11 @@ void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint3
 #ifdef __SSE2__
 namespace {
 
-// x << 8*(8 - J) bytes, as a 128-bit value (J = 0..7): the block formulation below.
+// table[idx] << 16*(4 - J) bits, as a 128-bit value (J = 0..3): the block
+// formulation below.
 template <int J>
 __m128i Place(const uint64_t* table, uint32_t idx) {
-  return _mm_slli_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + idx)), 8 - J);
+  return _mm_slli_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + idx)), 8 - 2 * J);
 }
 
 }  // namespace
@@ -185,56 +203,75 @@ void LiteralMatcher::FindAll(std::string_view text, std::vector<int>* ids, std::
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   const uint64_t* table = table_.data();
-  auto confirm_byte = [&](size_t end, uint64_t top_bytes_inverted) {
-    uint32_t hit = static_cast<uint32_t>(top_bytes_inverted) & 0xFF;
-    if (hit) Confirm(p, n, end, hit, ids, seen);
-  };
-  // The state after byte p is D_p = OR_{m<8} table[p-m] << 8m, and a bucket's
-  // fingerprint may end at p iff the top byte of D_p has its bit clear. The
-  // serial form D = (D << 8) | table[...] costs a shift+OR latency per byte;
-  // here 8 bytes are done at once without that chain: with
-  //   S = OR_{j<8} table[i+j] << 8*(8-j)     (128 bits)
-  // the top byte of D_{i+k} is byte 7-k of  hi64(S) | lo64(S of the previous 8).
-  // The state starts as "every prefix matched" (carry 0): positions before the
-  // text act as wildcards, which only adds candidates (Confirm checks bounds).
-  uint64_t carry = 0;
-  // One step: the 8 ends at `at`, of which the first `ends` are reported; q
-  // points at the step's bytes and one more (the super-characters' next byte).
-  auto step = [&](const unsigned char* q, size_t at, size_t ends) {
+  // Samples are the super-characters at even offsets x. After sample x the
+  // state is D_x = OR_{t<4} table[x - 2t] << 16t, and its top 16 bits have
+  // bucket bit (b + 8a) clear iff a group-b fingerprint may end at x + a.
+  // Four samples are done at once without a shift-OR chain: with
+  //   S = OR_{j<4} table[x+2j] << 16*(4-j)     (128 bits)
+  // the top field of D_{x+2k} is 16-bit lane 3-k of hi64(S) | lo64(S of the
+  // previous step). Before the text, samples match only wildcards.
+  uint64_t carry = initial_carry_;
+  // One block: the 4 samples at q[0], q[2], q[4], q[6] -> hi64(S), lo64(S);
+  // q has one more byte (the last super-character's next byte).
+  auto block = [table](const unsigned char* q, uint64_t* lo) -> uint64_t {
     auto super = [q](int j) -> uint32_t {
       uint16_t w;
-      std::memcpy(&w, q + j, 2);
+      std::memcpy(&w, q + kStride * j, 2);
       return w & (kTableSize - 1);
     };
 #ifdef __SSE2__
     __m128i s01 = _mm_or_si128(Place<0>(table, super(0)), Place<1>(table, super(1)));
     __m128i s23 = _mm_or_si128(Place<2>(table, super(2)), Place<3>(table, super(3)));
-    __m128i s45 = _mm_or_si128(Place<4>(table, super(4)), Place<5>(table, super(5)));
-    __m128i s67 = _mm_or_si128(Place<6>(table, super(6)), Place<7>(table, super(7)));
-    __m128i s = _mm_or_si128(_mm_or_si128(s01, s23), _mm_or_si128(s45, s67));
-    const uint64_t hi = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_srli_si128(s, 8)));
-    const uint64_t lo = static_cast<uint64_t>(_mm_cvtsi128_si64(s));
+    __m128i s = _mm_or_si128(s01, s23);
+    *lo = static_cast<uint64_t>(_mm_cvtsi128_si64(s));
+    return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_srli_si128(s, 8)));
 #else
-    uint64_t hi = table[super(0)], lo = 0;
-    for (int j = 1; j < 8; ++j) {
-      hi |= table[super(j)] >> (8 * j);
-      lo |= table[super(j)] << (8 * (8 - j));
+    uint64_t hi = table[super(0)];
+    *lo = 0;
+    for (int j = 1; j < kPositions; ++j) {
+      hi |= table[super(j)] >> (kBucketBits * j);
+      *lo |= table[super(j)] << (64 - kBucketBits * j);
     }
+    return hi;
 #endif
-    const uint64_t verdict = hi | carry;
-    carry = lo;
-    if (verdict == ~uint64_t{0}) return;
-    for (size_t k = 0; k < ends; ++k) confirm_byte(at + k, ~verdict >> (8 * (7 - k)));
   };
+  // Confirms the candidates of a block's verdict (samples at `at`...), ends
+  // before `limit` only.
+  auto report = [&](uint64_t verdict, size_t at, size_t limit) {
+    for (int k = 0; k < kPositions; ++k) {
+      const uint32_t hit = static_cast<uint32_t>(~verdict >> (kBucketBits * (kPositions - 1 - k)));
+      const size_t end = at + kStride * k;
+      if ((hit & 0xFF) && end < limit) Confirm(p, n, end, hit & 0xFF, ids, seen);
+      if ((hit & 0xFF00) && end + 1 < limit) Confirm(p, n, end + 1, (hit >> 8) & 0xFF, ids, seen);
+    }
+  };
+  constexpr size_t kStep = kStride * kPositions;  // text bytes per block
   size_t i = 0;
-  for (; i + 9 <= n; i += 8) step(p + i, i, 8);
+  // Two blocks per branch: most of the text has no candidate at all.
+  for (; i + 2 * kStep <= n; i += 2 * kStep) {
+    uint64_t lo1, lo2;
+    const uint64_t v1 = block(p + i, &lo1) | carry;
+    const uint64_t v2 = block(p + i + kStep, &lo2) | lo1;
+    carry = lo2;
+    if ((v1 & v2) == ~uint64_t{0}) continue;
+    if (v1 != ~uint64_t{0}) report(v1, i, n);
+    if (v2 != ~uint64_t{0}) report(v2, i + kStep, n);
+  }
+  for (; i + kStep <= n; i += kStep) {
+    uint64_t lo;
+    const uint64_t v = block(p + i, &lo) | carry;
+    carry = lo;
+    if (v != ~uint64_t{0}) report(v, i, n);
+  }
   if (i < n) {
-    // The last 1..8 bytes, zero-padded: a padding byte only affects ends at or
+    // The last 1..7 bytes, zero-padded: a padding byte only affects ends at or
     // after itself, which are not reported, and a zero next byte is what the
     // text's last byte has anyway (no atom continues past the text).
     unsigned char tail[16] = {};
     std::memcpy(tail, p + i, n - i);
-    step(tail, i, n - i);
+    uint64_t lo;
+    const uint64_t v = block(tail, &lo) | carry;
+    if (v != ~uint64_t{0}) report(v, i, n);
   }
   for (size_t k = first_new; k < ids->size(); ++k) (*seen)[(*ids)[k]] = 0;
 }

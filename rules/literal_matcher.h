@@ -1,20 +1,21 @@
 // LiteralMatcher: finds which prefilter atoms (each rule's key literals,
 // lower-case) occur in a line, case-insensitively.
 //
-// Bucketed shift-or after Hyperscan's FDR. Every atom has an 8-position
+// Bucketed shift-or after Hyperscan's FDR, with stride 2. Every atom has a
 // fingerprint (its first 8 bytes; a shorter atom is right-aligned behind
-// wildcards) and one of 8 buckets. A 64-bit state holds, per fingerprint
-// position, one bit per bucket; each text byte costs a table load, a shift and
+// wildcards) and one of 8 groups. The text is sampled at every other byte: a
+// sample is a "super-character", the byte and 3 bits of the byte after it, so
+// a sample sees both bytes. A 64-bit state holds, for each of the last 4
+// samples, 16 bucket bits: group b's fingerprint ending on the sample (bit b)
+// or one byte after it (bit 8+b). Each sample costs a table load, a shift and
 // an OR, with no data-dependent branch:
 //
-//   D = (D << 8) | table[byte + 3 bits of the next byte]
-//   top byte of D has bit b clear  <=>  a bucket-b fingerprint may end here
+//   D = (D << 16) | table[sample]
+//   top 16 bits of D have bit b clear  <=>  a bucket-b fingerprint may end here
 //
-// The table is indexed by a "super-character" (the byte and the low 3 bits of
-// the byte after it), which keeps the buckets' fingerprints sharp although each
-// holds many atoms. A candidate end is confirmed through a hash of the 8 bytes
-// before it (atoms of 8+ bytes) or a short list (shorter atoms), then the
-// whole atom is compared.
+// A candidate end is confirmed through a hash of the 8 bytes before it (atoms
+// of 8+ bytes) or a short list (shorter atoms), then the whole atom is
+// compared.
 //
 // Thread-safety: immutable after Build(); FindAll() is const.
 #ifndef NCCLSCAN_RULES_LITERAL_MATCHER_H_
@@ -39,8 +40,11 @@ class LiteralMatcher {
   void FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const;
 
  private:
-  static constexpr int kPositions = 8;   // fingerprint length: one state byte each
-  static constexpr int kBuckets = 8;     // bits per state byte
+  static constexpr int kWindow = 8;      // fingerprint length
+  static constexpr int kStride = 2;      // text bytes per sample
+  static constexpr int kPositions = kWindow / kStride;  // samples per fingerprint: one state field each
+  static constexpr int kGroups = 8;      // atom groups; a bucket is a group and an alignment
+  static constexpr int kBucketBits = kGroups * kStride;  // bits per state field
   static constexpr int kNextBits = 3;    // bits of the following byte in a super-character
   static constexpr int kTableSize = 256 << kNextBits;
 
@@ -51,10 +55,11 @@ class LiteralMatcher {
 
   std::vector<std::string> atoms_;
   std::vector<std::string> folds_;  // per atom: 0x20 at its letters (case-blind compare)
-  std::vector<uint64_t> table_;    // [super-character]: bit (8*j + b) clear = accepted at position j by bucket b
-  uint32_t short_buckets_ = 0;     // buckets holding atoms shorter than kPositions
+  std::vector<uint64_t> table_;    // [super-character]: bit (16*j + bucket) clear = accepted at sample j (3 = newest)
+  uint64_t initial_carry_ = 0;     // the state's carry before the first sample
+  uint32_t short_buckets_ = 0;     // groups holding atoms shorter than kWindow
   std::vector<int32_t> short_atoms_;
-  // Atoms of kPositions+ bytes by their first 8 bytes OR 0x20 (open addressing).
+  // Atoms of kWindow+ bytes by their first 8 bytes OR 0x20 (open addressing).
   struct Slot {
     uint64_t key = 0;  // 0 = empty (a folded key has no zero byte)
     uint32_t begin = 0, end = 0;  // range in long_atoms_

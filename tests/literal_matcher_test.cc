@@ -105,5 +105,27 @@ TEST(LiteralMatcher, AgreesWithNaiveSearchOnManyAtoms) {
   }
 }
 
+// Every atom at every offset of texts of every length up to 40: the text's
+// first and last bytes, both sample alignments (stride 2) and the zero-padded
+// tail of each length. The filler shares letters with the atoms.
+TEST(LiteralMatcher, FindsAtomsAtEveryOffset) {
+  const std::vector<std::string> atoms = {"a", "ab", "nccl", "device", "device ", "net/ib", "opcount",
+                                          ": opcount ", "using network ", "cuda failure '", "x"};
+  LiteralMatcher m;
+  for (const auto& a : atoms) m.Add(a);
+  m.Build();
+  const std::string filler = "bcde-NET/I devic opcoun :  using networ cuda failur";
+  for (size_t id = 0; id < atoms.size(); ++id) {
+    for (size_t len = atoms[id].size(); len <= 40; ++len) {
+      for (size_t at = 0; at + atoms[id].size() <= len; ++at) {
+        std::string text = filler.substr(0, len);
+        text.resize(len, '.');
+        text.replace(at, atoms[id].size(), atoms[id]);
+        ASSERT_EQ(Fast(m, text), Naive(atoms, text)) << "text '" << text << "'";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ncclscan
