@@ -44,6 +44,30 @@ void ChoosePivots(std::string_view lit, size_t* rare_out, size_t* b0_out, size_t
   *b1_out = b1;
 }
 
+// memcmp(p, q, m) == 0 inline for the short literals of anchors and keywords:
+// two overlapping loads from each end instead of a library call.
+bool EqualBytes(const char* p, const char* q, size_t m) {
+  auto load64 = [](const char* x) {
+    uint64_t v;
+    std::memcpy(&v, x, 8);
+    return v;
+  };
+  auto load32 = [](const char* x) {
+    uint32_t v;
+    std::memcpy(&v, x, 4);
+    return v;
+  };
+  if (m >= 8) {
+    if (m > 16) return std::memcmp(p, q, m) == 0;
+    return load64(p) == load64(q) && load64(p + m - 8) == load64(q + m - 8);
+  }
+  if (m >= 4) return load32(p) == load32(q) && load32(p + m - 4) == load32(q + m - 4);
+  for (size_t k = 0; k < m; ++k) {
+    if (p[k] != q[k]) return false;
+  }
+  return true;
+}
+
 size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, size_t rare, size_t b0, size_t b1) {
   if (lit.empty()) return from <= s.size() ? from : std::string_view::npos;
   if (from > s.size() || lit.size() > s.size() - from) return std::string_view::npos;
@@ -58,7 +82,7 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
     for (const char* p = base + from + rare; p < end; ++p) {
       p = static_cast<const char*>(std::memchr(p, lit[rare], end - p));
       if (!p) return std::string_view::npos;
-      if (std::memcmp(p - rare, lit.data(), m) == 0) return p - rare - base;
+      if (EqualBytes(p - rare, lit.data(), m)) return p - rare - base;
     }
     return std::string_view::npos;
   }
@@ -89,7 +113,7 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
     }
     for (; mask; mask &= mask - 1) {
       size_t k = i + static_cast<size_t>(__builtin_ctz(mask));
-      if (std::memcmp(base + k, lit.data(), m) == 0) return k;
+      if (EqualBytes(base + k, lit.data(), m)) return k;
     }
     i += step;
   }
@@ -100,13 +124,13 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
     uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(pairs(j))) >> (i - j) << (i - j);
     for (; mask; mask &= mask - 1) {
       size_t k = j + static_cast<size_t>(__builtin_ctz(mask));
-      if (std::memcmp(base + k, lit.data(), m) == 0) return k;
+      if (EqualBytes(base + k, lit.data(), m)) return k;
     }
     return std::string_view::npos;
   }
 #endif
   for (; i <= last; ++i) {
-    if (base[i + b0] == lit[b0] && base[i + b1] == lit[b1] && std::memcmp(base + i, lit.data(), m) == 0) return i;
+    if (base[i + b0] == lit[b0] && base[i + b1] == lit[b1] && EqualBytes(base + i, lit.data(), m)) return i;
   }
   return std::string_view::npos;
 }
@@ -124,6 +148,50 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
   size_t rare, b0, b1;
   ChoosePivots(lit, &rare, &b0, &b1);
   return FindWithPivots(s, lit, from, rare, b0, b1);
+}
+
+size_t BlankAt(std::string_view s, size_t from) {
+  const size_t n = s.size();
+  size_t i = from;
+#ifdef __SSE2__
+  const char* base = s.data();
+  const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
+  auto blanks = [&](size_t at) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at));
+    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, tab))));
+  };
+  for (; i + 16 <= n; i += 16) {
+    if (uint32_t mask = blanks(i)) return i + static_cast<size_t>(__builtin_ctz(mask));
+  }
+  if (i < n && n >= 16) {  // the last bytes: a vector overlapping the ones before
+    const size_t j = n - 16;
+    uint32_t mask = blanks(j) >> (i - j) << (i - j);
+    return mask ? j + static_cast<size_t>(__builtin_ctz(mask)) : n;
+  }
+#endif
+  while (i < n && !IsSpace(s[i])) ++i;
+  return i;
+}
+
+size_t TokenBegin(std::string_view s, size_t to) {
+  size_t i = to;
+#ifdef __SSE2__
+  const char* base = s.data();
+  const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
+  auto blanks = [&](size_t at) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at));
+    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, tab))));
+  };
+  for (; i >= 16; i -= 16) {  // the 16 bytes before i
+    if (uint32_t mask = blanks(i - 16)) return i - 16 + static_cast<size_t>(32 - __builtin_clz(mask));
+  }
+  if (i > 0 && s.size() >= 16) {  // the first bytes: a vector from 0, positions >= i masked off
+    uint32_t mask = blanks(0) & ((1u << i) - 1);
+    return mask ? static_cast<size_t>(32 - __builtin_clz(mask)) : 0;
+  }
+#endif
+  while (i > 0 && !IsSpace(s[i - 1])) --i;
+  return i;
 }
 
 bool ConsumePrefix(std::string_view* s, std::string_view p) {

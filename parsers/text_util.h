@@ -39,6 +39,13 @@ class LiteralFinder {
 // One-off search (pivots chosen per call): LiteralFinder(lit).Find(s, from).
 size_t FindLiteral(std::string_view s, std::string_view lit, size_t from = 0);
 
+// The first blank (space or tab) at or after `from`, or s.size(): where the
+// token at `from` ends.
+size_t BlankAt(std::string_view s, size_t from);
+// Where the token that ends at `to` (exclusive) begins: one past the last blank
+// before `to`, or 0.
+size_t TokenBegin(std::string_view s, size_t to);
+
 // Parses a run of decimal digits at the front of *s (consuming it). Returns false
 // if there is none or it overflows int64.
 bool ConsumeInt(std::string_view* s, int64_t* out);

@@ -91,12 +91,10 @@ bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::S
     // The token is the run of non-blank bytes next to the anchor.
     if (f.before) {
       e = pos;
-      b = e;
-      while (b > 0 && !IsSpace(text[b - 1])) --b;
+      b = TokenBegin(text, e);
     } else {
       b = pos + f.anchor.value.size();
-      e = b;
-      while (e < text.size() && !IsSpace(text[e])) ++e;
+      e = BlankAt(text, b);
     }
     if (b >= e) return false;  // an anchor with no token next to it
     groups[i + 1] = re2::StringPiece(text.data() + b, e - b);

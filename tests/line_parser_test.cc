@@ -283,12 +283,39 @@ TEST(TextUtil, FindLiteralAgreesWithFind) {
   const std::string alphabet = "ab c:";
   for (int round = 0; round < 40000; ++round) {
     std::string hay, lit;
-    size_t hn = rng() % 70, ln = rng() % 7;
-    for (size_t i = 0; i < hn; ++i) hay += alphabet[rng() % alphabet.size()];
+    size_t hn = rng() % 70, ln = rng() % (round % 2 ? 7 : 21);
     for (size_t i = 0; i < ln; ++i) lit += alphabet[rng() % alphabet.size()];
+    // Near misses: the literal with one byte changed, or cut short.
+    while (hay.size() < hn) {
+      if (ln > 0 && rng() % 4 == 0) {
+        std::string near = lit.substr(0, 1 + rng() % ln);
+        if (rng() % 2) near[rng() % near.size()] = alphabet[rng() % alphabet.size()];
+        hay += near;
+      } else {
+        hay += alphabet[rng() % alphabet.size()];
+      }
+    }
     size_t from = rng() % (hn + 2);
     ASSERT_EQ(FindLiteral(hay, lit, from), std::string_view(hay).find(lit, from))
         << "'" << hay << "' '" << lit << "' from " << from;
+  }
+}
+
+// Property test: the vectorised token bounds agree with byte loops (every
+// length, position and blank placement, both ends of the string).
+TEST(TextUtil, TokenBoundsAgreeWithByteLoops) {
+  std::mt19937 rng(5);
+  const std::string alphabet = "ab \t:";
+  for (int round = 0; round < 40000; ++round) {
+    std::string s;
+    size_t n = rng() % 70;
+    for (size_t i = 0; i < n; ++i) s += alphabet[rng() % (round % 3 ? 3 : alphabet.size())];
+    size_t at = rng() % (n + 1);
+    size_t e = at, b = at;
+    while (e < n && s[e] != ' ' && s[e] != '\t') ++e;
+    while (b > 0 && s[b - 1] != ' ' && s[b - 1] != '\t') --b;
+    ASSERT_EQ(BlankAt(s, at), e) << "'" << s << "' at " << at;
+    ASSERT_EQ(TokenBegin(s, at), b) << "'" << s << "' at " << at;
   }
 }
 
