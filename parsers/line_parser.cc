@@ -68,6 +68,7 @@ bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* 
 
 void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
   bare_ = NcclProcess();
+  bare_clean_ = false;
   std::string_view s = raw;
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
   ByteScan scan = ScanBytes(s);
@@ -99,7 +100,11 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
 
   for (int layer = 0; layer < 12; ++layer) {
     // Fast path: a bare NCCL line ("host:pid:tid ...") carries no outer wrapper.
-    if (MatchNcclProcess(s, &bare_)) break;
+    if (MatchNcclProcess(s, &bare_)) {
+      // (CR and NUL are control bytes too.)
+      bare_clean_ = layer == 0 && !scan.ansi && scan.control == 0;
+      break;
+    }
     if (!s.empty() && s[0] == '{' && Contains(s.substr(0, 16), "\"log\"")) {
       ParsedLine tmp = *out;
       if (UnwrapDockerJson(s, arena, &tmp)) {
@@ -261,7 +266,7 @@ std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
 // without "[dev] ") at the very start. Returns false, leaving *line untouched,
 // for anything else; the general backwards parse then decides, and gives the
 // same result on the lines this accepts.
-bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_view* rest) {
+bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_view* rest, size_t* header_len) {
   if (np.len == 0 || np.pid < 0 || np.tid < 0) return false;
   std::string_view s = line->text;
   const size_t n = s.size();
@@ -286,6 +291,7 @@ bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_vi
     line->dev = dev;
     line->family = Family::kNccl;
     line->level = lw.level;
+    *header_len = i + 5 + lw.word.size();
     line->message = SplitGlued(after.substr(lw.word.size()), rest);
     return true;
   }
@@ -300,7 +306,8 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest);
 bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   *rest = {};
   NcclProcess np;
-  if (MatchNcclProcess(line->text, &np) && ParseBareNcclHeader(line, np, rest)) return true;
+  size_t header_len;
+  if (MatchNcclProcess(line->text, &np) && ParseBareNcclHeader(line, np, rest, &header_len)) return true;
   return ParseGeneralNcclHeader(line, rest);
 }
 
@@ -520,15 +527,58 @@ Family ClassifyHeaderless(std::string_view t) {
   return Family::kOther;
 }
 
+// Consecutive lines of one process mostly start with the same header bytes
+// ("gpu-7:4242:4242 [3] NCCL INFO "). A line that starts with the bytes of the
+// last clean bare header, and is clean after them, parses as that line did:
+// Unwrap would strip nothing and match the same "host:pid:tid" at once, and the
+// bare header parse reads only those bytes. Control bytes are counted from the
+// message start here, so any that the full scan would count are seen too, and
+// the line then takes the general path.
+bool LineParser::ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest) {
+  const std::string& h = repeat_.bytes;
+  if (h.empty()) return false;
+  std::string_view s = raw;
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  if (s.size() < h.size() || !EqualBytes(s.data(), h.data(), h.size())) return false;
+  std::string_view msg = s.substr(h.size());
+  ByteScan scan = ScanBytes(msg);
+  if (scan.ansi || scan.control) return false;  // CR and NUL are control bytes too
+  out->text = s;
+  out->family = Family::kNccl;
+  out->level = repeat_.level;
+  out->host = s.substr(0, repeat_.host_len);
+  out->pid = repeat_.pid;
+  out->tid = repeat_.tid;
+  out->dev = repeat_.dev;
+  out->message = SplitGlued(msg, rest);
+  return true;
+}
+
 void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
   // Default-initialised in place: every member has an initialiser, so this is a
   // few stores, where "*out = ParsedLine()" zero-fills a temporary and copies it.
   new (out) ParsedLine;
   *rest = {};
+  if (ParseRepeatedHeader(raw, out, rest)) return;
   Unwrap(raw, arena, out);
   if (out->binary) return;
   // Unwrap already matched the "host:pid:tid" of a bare NCCL line.
-  if (ParseBareNcclHeader(out, bare_, rest)) return;
+  size_t header_len;
+  if (ParseBareNcclHeader(out, bare_, rest, &header_len)) {
+    if (bare_clean_) {
+      // Remembered for the lines after it (see ParseRepeatedHeader).
+      std::string_view h = out->text.substr(0, header_len);
+      if (h != repeat_.bytes) {
+        repeat_.bytes.assign(h.data(), h.size());
+        repeat_.host_len = out->host.size();
+        repeat_.pid = out->pid;
+        repeat_.tid = out->tid;
+        repeat_.dev = out->dev;
+        repeat_.level = out->level;
+      }
+    }
+    return;
+  }
   if (ParseGeneralNcclHeader(out, rest)) return;
   if (ParseTorchHeader(out)) return;
   out->family = ClassifyHeaderless(out->text);

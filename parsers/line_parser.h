@@ -69,9 +69,21 @@ class LineParser {
  private:
   bool UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* out);
 
+  bool ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest);
+
   struct Json;
   std::unique_ptr<Json> json_;
   NcclProcess bare_;  // what Unwrap's bare-line check matched on the final text
+  bool bare_clean_ = false;  // ... on the raw line itself, which had no control byte
+  // The last clean bare NCCL header ("host:pid:tid [dev] NCCL LEVEL ") and
+  // what it parsed to (see ParseRepeatedHeader).
+  struct RepeatHeader {
+    std::string bytes;  // empty: none yet
+    size_t host_len = 0;
+    int64_t pid = -1, tid = -1;
+    int dev = -1;
+    NcclLevel level = NcclLevel::kNone;
+  } repeat_;
 };
 
 // Stage 2 pieces, exposed for tests. Both look at line->text and fill the

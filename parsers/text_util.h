@@ -20,6 +20,10 @@ inline bool EndsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
+// memcmp(p, q, m) == 0, inline: overlapping word loads from both ends (SSE2
+// vectors past 16 bytes) instead of a library call, for short keys.
+bool EqualBytes(const char* p, const char* q, size_t m);
+
 // Finds a literal in text. memchr pivots on a byte of the literal that is rare
 // in logs (upper case, punctuation); a literal of only lower-case letters,
 // digits and blanks is filtered 16 positions at a time on its first and last

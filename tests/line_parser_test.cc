@@ -276,6 +276,65 @@ TEST(LineParser, NulBytesAreDroppedSoTheLineStillParses) {
   EXPECT_EQ(pl.message, "Using network IB");
 }
 
+// A parser that has seen a clean bare header parses a line that repeats it
+// from the remembered fields (ParseRepeatedHeader). Every line must come out as
+// a fresh parser gives it: lines that repeat the header exactly, then differ in
+// what follows (control bytes before and past byte 256, CR, NUL, ANSI, a glued
+// second line, nothing at all), or in the header itself (tid, dev, level,
+// wrappers), in random orders.
+TEST(LineParser, RepeatedHeaderAgreesWithFreshParse) {
+  const std::string h = "gpu-node-007:4242:4242 [3] NCCL INFO ";
+  const std::vector<std::string> lines = {
+      h + "AllReduce: opCount 2f sendbuff 0x7f comm 0x55 [nranks=16] stream 0x55",
+      h + "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+      h,
+      h + "x\r",
+      h + "progress 10%\rprogress 100% NCCL WARN x",
+      h + "with\x01control",
+      h + std::string(20, '\x02') + "mostly binary",
+      // A header with control bytes, which only an unescaped docker line can
+      // have clean: ten of them in a 30-byte line make it binary.
+      "{\"log\":\"" + [] { std::string u; for (int i = 0; i < 10; ++i) u += "\\u0001"; return u; }() +
+          ":1:1 [0] NCCL INFO x\\n\",\"stream\":\"stderr\"}",
+      std::string(10, '\x01') + ":1:1 [0] NCCL INFO x",
+      h + std::string(300, 'a') + "\x01late control",
+      h + std::string("nul\0byte", 8),
+      h + "\x1b[31mred\x1b[0m",
+      h + "[0m text",
+      h + "Using network IB gpu-node-008:1:1 [0] NCCL INFO Using network Socket",
+      "gpu-node-007:4242:4243 [3] NCCL INFO other thread",
+      "gpu-node-007:4242:4242 [4] NCCL INFO other device",
+      "gpu-node-007:4242:4242 [3] NCCL WARN a warning",
+      "gpu-node-007:4242:4242 [3] NCCL INFOx",
+      "gpu-node-007:4242:4242 NCCL CALL ncclAllReduce(1,2)",
+      "[rank3]:" + h + "wrapped",
+      "\x1b[32m" + h + "ansi before the header",
+      h.substr(0, h.size() - 1),
+      "gpu-node-007:4242:4242 [3] NCCL INFO",
+      "gpu-node-007:4242:4242\x01[3] NCCL INFO control in the header",
+  };
+  auto same = [](const ParsedLine& a, const ParsedLine& b) {
+    return a.family == b.family && a.text == b.text && a.message == b.message && a.rank_hint == b.rank_hint &&
+           a.local_rank_hint == b.local_rank_hint && a.host_hint == b.host_hint && a.src_file == b.src_file &&
+           a.src_line == b.src_line && a.time == b.time && a.level == b.level && a.host == b.host && a.pid == b.pid &&
+           a.tid == b.tid && a.dev == b.dev && a.src_loc == b.src_loc && a.severity == b.severity &&
+           a.pg_rank == b.pg_rank && a.pg_id == b.pg_id && a.binary == b.binary && a.had_nul == b.had_nul;
+  };
+  std::mt19937 rng(9);
+  LineParser warm;
+  Arena arena;
+  for (int round = 0; round < 3000; ++round) {
+    const std::string& raw = lines[round < static_cast<int>(lines.size()) ? round : rng() % lines.size()];
+    ParsedLine a, b;
+    std::string_view rest_a, rest_b;
+    warm.Parse(raw, &arena, &a, &rest_a);
+    LineParser fresh;
+    fresh.Parse(raw, &arena, &b, &rest_b);
+    ASSERT_TRUE(same(a, b)) << "line '" << raw << "' message '" << a.message << "' vs '" << b.message << "'";
+    ASSERT_EQ(rest_a, rest_b) << raw;
+  }
+}
+
 // Property test: the SIMD substring search agrees with std::string_view::find
 // for every needle length, start offset and blank placement.
 TEST(TextUtil, FindLiteralAgreesWithFind) {
