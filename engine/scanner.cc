@@ -11,6 +11,7 @@
 
 #include "engine/source.h"
 #include "parsers/line_parser.h"
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -286,7 +287,7 @@ class Folder {
       Flush();
       return false;
     }
-    if (me.rule != rule_ || pl.host != first_.host || pl.pid != first_.pid || pl.rank_hint != first_.rank_hint ||
+    if (me.rule != rule_ || !SameText(pl.host, first_.host) || pl.pid != first_.pid || pl.rank_hint != first_.rank_hint ||
         pending_.size() >= kMaxEntries) {
       Flush();
       rule_ = me.rule;
@@ -301,7 +302,10 @@ class Folder {
       std::string_view value = Stable(var.Render(cf.value, &buf_));
       FoldEntry* e = nullptr;
       for (FoldEntry& x : pending_) {
-        if (x.fact == cf.fact && x.key == key) e = &x;
+        if (x.fact == cf.fact && SameText(x.key, key)) {
+          e = &x;
+          break;  // one entry per (fact, key)
+        }
       }
       if (!e) {
         pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time});
@@ -386,7 +390,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         carry.InheritTo(&pl);
         orphan = !c->carry_set;
       }
-      if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || pl.host != last_host)) {
+      if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || !SameText(pl.host, last_host))) {
         last_host = pl.host;
         last_pid = pl.pid;
         // Interleaved dumps alternate between many processes: a set, not a scan.

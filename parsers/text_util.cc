@@ -260,6 +260,20 @@ bool CompareDigits(std::string_view a, std::string_view b, bool hex, int* out) {
   }();
   const int8_t* value = kValue[hex ? 1 : 0].data();
   if (a.empty() || b.empty() || a.size() > 16 || b.size() > 16) return false;
+  if (a.size() == b.size()) {
+    // Digit strings of one length (leading zeros or not) order as their first
+    // differing digit: one pass checks and compares.
+    int8_t bad = 0;
+    int diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int8_t x = value[static_cast<uint8_t>(a[i])], y = value[static_cast<uint8_t>(b[i])];
+      bad |= x | y;
+      if (diff == 0 && x != y) diff = x < y ? -1 : 1;
+    }
+    if (bad < 0) return false;
+    *out = diff;
+    return true;
+  }
   int8_t bad = 0;
   for (char c : a) bad |= value[static_cast<uint8_t>(c)];
   for (char c : b) bad |= value[static_cast<uint8_t>(c)];

@@ -24,6 +24,11 @@ inline bool EndsWith(std::string_view s, std::string_view p) {
 // vectors past 16 bytes) instead of a library call, for short keys.
 bool EqualBytes(const char* p, const char* q, size_t m);
 
+// a == b for short texts (hosts, keys), without a library call.
+inline bool SameText(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && (a.data() == b.data() || EqualBytes(a.data(), b.data(), a.size()));
+}
+
 // Finds a literal in text. memchr pivots on a byte of the literal that is rare
 // in logs (upper case, punctuation); a literal of only lower-case letters,
 // digits and blanks is filtered 16 positions at a time on its first and last
