@@ -550,7 +550,7 @@ bool LineParser::ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std:
   out->pid = repeat_.pid;
   out->tid = repeat_.tid;
   out->dev = repeat_.dev;
-  out->message = SplitGlued(msg, rest);
+  out->message = scan.nccl_keyword ? SplitGlued(msg, rest) : msg;
   return true;
 }
 

@@ -36,7 +36,7 @@ namespace {
 
 ByteScan ScanBytesImpl(std::string_view s, bool simd) {
   static_cast<void>(simd);  // unused without SSE2
-  // 1 = control byte, 2 = NUL, 4 = CR, 8 = ESC, 16 = '['
+  // 1 = control byte, 2 = NUL, 4 = CR, 8 = ESC, 16 = '[', 32 = 'N'
   static const auto kClass = [] {
     std::array<uint8_t, 256> t{};
     for (int c = 0; c < 0x20; ++c) t[c] = 1;
@@ -45,6 +45,7 @@ ByteScan ScanBytesImpl(std::string_view s, bool simd) {
     t['\r'] = 1 | 4;
     t[0x1b] = 8;
     t['['] = 16;
+    t['N'] = 32;
     return t;
   }();
   ByteScan r;
@@ -57,16 +58,18 @@ ByteScan ScanBytesImpl(std::string_view s, bool simd) {
     all |= k;
     if ((k & 1) && i < 256) ++r.control;
     if ((k & 16) && !r.ansi && i + 1 < n && IsDigit(s[i + 1]) && AnsiLenAt(s, i)) r.ansi = true;
+    if ((k & 32) && !r.nccl_keyword && n - i >= 5 && std::memcmp(p + i, "NCCL ", 5) == 0) r.nccl_keyword = true;
   };
   size_t i = 0;
 #ifdef __SSE2__
   const size_t vn = simd ? n : 0;  // the reference does every byte in the loop at the end
-  // Most lines have no control byte at all and only a few '[': skip 16 bytes at
-  // a time unless one of them is a control byte (<= 0x1f) or '['.
-  const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('[');
+  // Most lines have no control byte at all and only a few '[' and 'N': skip 16
+  // bytes at a time unless one of them is a control byte (<= 0x1f), '[' or 'N'.
+  const __m128i kMaxCtl = _mm_set1_epi8(0x1f), kBracket = _mm_set1_epi8('['), kN = _mm_set1_epi8('N');
   auto flags = [&](size_t at) {
     __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
-    return _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x), _mm_cmpeq_epi8(x, kBracket));
+    return _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, kMaxCtl), x),
+                        _mm_or_si128(_mm_cmpeq_epi8(x, kBracket), _mm_cmpeq_epi8(x, kN)));
   };
   for (; i + 32 <= vn; i += 32) {  // two vectors per branch
     __m128i a = flags(i), b = flags(i + 16);

@@ -18,6 +18,7 @@ namespace ncclscan {
 // What one pass over a line's bytes found.
 struct ByteScan {
   bool nul = false, cr = false, ansi = false;
+  bool nccl_keyword = false;  // "NCCL " occurs (a glued second NCCL line may)
   size_t control = 0;  // control bytes in the first 256 (binary detection)
 };
 ByteScan ScanBytes(std::string_view s);

@@ -401,16 +401,22 @@ TEST(TextUtil, CompareNumericAgreesWithParsedValues) {
 // last vector) agrees with the byte-by-byte reference, control-byte count included.
 TEST(Wrappers, ScanBytesAgreesWithReference) {
   std::mt19937 rng(3);
-  const std::string alphabet = std::string("ab[0m;]\x1b\r\t", 10) + std::string(1, '\0') + "\x01";
+  const std::string alphabet = std::string("ab[0m;]\x1b\r\t", 10) + std::string(1, '\0') + "\x01NCL ";
   for (int round = 0; round < 20000; ++round) {
     std::string s;
     size_t n = rng() % 300;
-    for (size_t i = 0; i < n; ++i) s += alphabet[rng() % alphabet.size()];
+    static const char* kKeywordParts[] = {"NCCL ", "NCCL", "NCC", "NCCLx", " NCCL "};
+    while (s.size() < n) {
+      if (rng() % 40 == 0) s += kKeywordParts[rng() % 5];
+      else s += alphabet[rng() % alphabet.size()];
+    }
     ByteScan a = ScanBytes(s), b = ScanBytesReference(s);
     ASSERT_EQ(a.nul, b.nul) << round;
     ASSERT_EQ(a.cr, b.cr) << round;
     ASSERT_EQ(a.ansi, b.ansi) << round;
     ASSERT_EQ(a.control, b.control) << round;
+    ASSERT_EQ(a.nccl_keyword, b.nccl_keyword) << round;
+    ASSERT_EQ(a.nccl_keyword, s.find("NCCL ") != std::string::npos) << round;
   }
 }
 
