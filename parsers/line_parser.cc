@@ -558,6 +558,10 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
   // Default-initialised in place: every member has an initialiser, so this is a
   // few stores, where "*out = ParsedLine()" zero-fills a temporary and copies it.
   new (out) ParsedLine;
+  ParseFresh(raw, arena, out, rest);
+}
+
+void LineParser::ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
   *rest = {};
   if (ParseRepeatedHeader(raw, out, rest)) return;
   Unwrap(raw, arena, out);

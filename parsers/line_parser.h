@@ -42,7 +42,7 @@ class LineParser {
     if (raw.empty()) return;
     ParsedLine pl;
     std::string_view rest;
-    Parse(raw, arena, &pl, &rest);
+    ParseFresh(raw, arena, &pl, &rest);
     if (rest.empty()) {  // nearly every line: one piece
       fn(pl, 0);
       return;
@@ -69,6 +69,8 @@ class LineParser {
  private:
   bool UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* out);
 
+  // Parse() into a default-initialised *out.
+  void ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
   bool ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest);
 
   struct Json;

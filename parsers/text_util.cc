@@ -90,7 +90,21 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
   }
   if (rare < m) {
     const char* end = base + s.size() - (m - 1 - rare);  // one past the last pivot position
-    for (const char* p = base + from + rare; p < end; ++p) {
+    const char* p = base + from + rare;
+#ifdef __SSE2__
+    // The pivot is often close (": opCount " right after the collective's
+    // name): one vector here before the memchr call.
+    if (end - p >= 16) {
+      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(lit[rare]))));
+      for (; mask; mask &= mask - 1) {
+        const char* q = p + __builtin_ctz(mask);
+        if (EqualBytes(q - rare, lit.data(), m)) return q - rare - base;
+      }
+      p += 16;
+    }
+#endif
+    for (; p < end; ++p) {
       p = static_cast<const char*>(std::memchr(p, lit[rare], end - p));
       if (!p) return std::string_view::npos;
       if (EqualBytes(p - rare, lit.data(), m)) return p - rare - base;
