@@ -55,10 +55,17 @@ max_col2() { awk 'BEGIN{m=0} {if ($2>m) m=$2} END{print m}'; }
 run_set() {  # run_set LABEL DIR JOBS REPS -> prints a result line
   local label=$1 d=$2 jobs=$3 reps=$4 tmp
   tmp=$(mktemp -d)
-  for _ in $(seq "$reps"); do
-    time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
-    time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+  # ncclscan and rg alternate which goes first, so that neither always runs
+  # right after grep's long run (or after the other).
+  for i in $(seq "$reps"); do
     if [ "$label" = main ]; then time_cmd "$tmp/grep" grep -rcE "$GREP_RE" "$d"; fi
+    if [ $((i % 2)) = 1 ]; then
+      time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
+      time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+    else
+      time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+      time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
+    fi
   done
   local bytes lines ns rg ratio
   bytes=$(find "$d" -type f -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
