@@ -175,16 +175,23 @@ size_t FindLiteral(std::string_view s, std::string_view lit, size_t from) {
   return FindWithPivots(s, lit, from, rare, b0, b1);
 }
 
+#ifdef __SSE2__
+namespace {
+// Bit j set: p[j] is a blank (space or tab), for the 16 bytes at p.
+uint32_t BlankMask(const char* p) {
+  __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t')))));
+}
+}  // namespace
+#endif
+
 size_t BlankAt(std::string_view s, size_t from) {
   const size_t n = s.size();
   size_t i = from;
 #ifdef __SSE2__
   const char* base = s.data();
-  const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
-  auto blanks = [&](size_t at) {
-    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at));
-    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, tab))));
-  };
+  auto blanks = [base](size_t at) { return BlankMask(base + at); };
   for (; i + 16 <= n; i += 16) {
     if (uint32_t mask = blanks(i)) return i + static_cast<size_t>(__builtin_ctz(mask));
   }
@@ -202,11 +209,7 @@ size_t TokenBegin(std::string_view s, size_t to) {
   size_t i = to;
 #ifdef __SSE2__
   const char* base = s.data();
-  const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
-  auto blanks = [&](size_t at) {
-    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + at));
-    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, tab))));
-  };
+  auto blanks = [base](size_t at) { return BlankMask(base + at); };
   for (; i >= 16; i -= 16) {  // the 16 bytes before i
     if (uint32_t mask = blanks(i - 16)) return i - 16 + static_cast<size_t>(32 - __builtin_clz(mask));
   }
