@@ -155,6 +155,25 @@ class RuleSet {
     bool headered = line.family == Family::kNccl || line.family == Family::kTorch;
     matcher_.FindAll(headered ? line.message : line.text, &ms->atoms, &ms->seen);
     if (ms->atoms.empty()) return;
+    auto try_rule = [&](int idx) {
+      const CompiledRule& r = rules_[idx];
+      if (!r.spec.any_family && r.spec.family != line.family) return;
+      re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic ||
+                                line.family == Family::kOther)
+                                   ? re2::StringPiece(line.text.data(), line.text.size())
+                                   : re2::StringPiece(line.message.data(), line.message.size());
+      if (r.re) {
+        if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) return;
+      } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
+        return;
+      }
+      on_match(idx, ms->groups, r.num_captures + 1);
+    };
+    // Most matching lines have one atom that keys one rule (a COLL line).
+    if (ms->atoms.size() == 1 && atom_rules_[ms->atoms[0]].size() == 1) {
+      try_rule(atom_rules_[ms->atoms[0]][0]);
+      return;
+    }
     // Every rule has one required "key" atom (or, rarely, a set of which one
     // must occur): rules whose key atoms are absent cannot match.
     ms->candidates.clear();
@@ -169,20 +188,7 @@ class RuleSet {
     }
     for (int idx : ms->candidates) ms->rule_seen[idx] = 0;
     if (ms->candidates.size() > 1) std::sort(ms->candidates.begin(), ms->candidates.end());
-    for (int idx : ms->candidates) {
-      const CompiledRule& r = rules_[idx];
-      if (!r.spec.any_family && r.spec.family != line.family) continue;
-      re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic ||
-                                line.family == Family::kOther)
-                                   ? re2::StringPiece(line.text.data(), line.text.size())
-                                   : re2::StringPiece(line.message.data(), line.message.size());
-      if (r.re) {
-        if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) continue;
-      } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
-        continue;
-      }
-      on_match(idx, ms->groups, r.num_captures + 1);
-    }
+    for (int idx : ms->candidates) try_rule(idx);
   }
 
  private:
