@@ -3,7 +3,10 @@
 #include <re2/filtered_re2.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <dirent.h>
+#include <exception>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -30,6 +33,40 @@ bool ValidId(const std::string& id) {
   return true;
 }
 
+// Runs fn(i) for every i in [0, n) on this thread and one helper, each taking
+// the next i when done with the last (put the biggest items first), or on this
+// thread alone when no thread can be started. Start-up work that is independent
+// per file or per rule (YAML parse, RE2 compiles, example checks) is split this
+// way; callers keep results per index, so output order is fixed. An exception
+// on the helper is rethrown here.
+template <typename F>
+void OnTwoThreads(size_t n, F&& fn) {
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::exception_ptr helper_error;
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      try {
+        run();
+      } catch (...) {
+        helper_error = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: one is enough
+  }
+  try {
+    run();
+  } catch (...) {
+    if (helper.joinable()) helper.join();
+    throw;
+  }
+  if (helper.joinable()) helper.join();
+  if (helper_error) std::rethrow_exception(helper_error);
+}
+
 }  // namespace
 
 struct RuleLoader::Impl : RuleReader {};
@@ -41,24 +78,21 @@ void RuleLoader::AddEmbedded() {
   // yaml-cpp parses ~1 us per byte, most of the start-up time: the files are
   // parsed on two threads, then read in order (diagnostics stay in file order).
   std::vector<RuleReader::Parsed> docs(kNumEmbeddedRuleFiles);
-  auto parse = [&docs](int first, int step) {
-    for (int i = first; i < kNumEmbeddedRuleFiles; i += step) {
-      try {
-        docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
-      } catch (const std::exception& e) {  // not a YAML error (out of memory): reported, not thrown across threads
-        docs[i].ok = false;
-        docs[i].error_pos = SourcePos{kEmbeddedRuleFiles[i].name, 0, 0};
-        docs[i].error = std::string("cannot parse: ") + e.what();
-      }
+  std::vector<size_t> by_size(docs.size());  // biggest first: the two threads end together
+  for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+  std::stable_sort(by_size.begin(), by_size.end(), [](size_t a, size_t b) {
+    return std::strlen(kEmbeddedRuleFiles[a].text) > std::strlen(kEmbeddedRuleFiles[b].text);
+  });
+  OnTwoThreads(docs.size(), [&](size_t k) {
+    const size_t i = by_size[k];
+    try {
+      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+    } catch (const std::exception& e) {  // not a YAML error (out of memory): a load error
+      docs[i].ok = false;
+      docs[i].error_pos = SourcePos{kEmbeddedRuleFiles[i].name, 0, 0};
+      docs[i].error = std::string("cannot parse: ") + e.what();
     }
-  };
-  try {
-    std::thread helper(parse, 1, 2);
-    parse(0, 2);
-    helper.join();
-  } catch (const std::system_error&) {  // no thread to be had: one is enough
-    parse(0, 1);
-  }
+  });
   for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
     sources_[kEmbeddedRuleFiles[i].name] = kEmbeddedRuleFiles[i].text;
     impl_->Read(kEmbeddedRuleFiles[i].name, docs[i]);
@@ -237,7 +271,14 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
   opts.set_encoding(RE2::Options::EncodingLatin1);
   // Bounds each compiled program (~40k instructions); real rules use a few hundred.
   opts.set_max_mem(2 << 20);
-  for (const LineRule* lr : rules) {
+  // Every pattern compiled once, here, for diagnostics and for matching.
+  // A `fields` rule has no regex: "x" stands in (its captures are the fields).
+  std::vector<std::shared_ptr<const RE2>> regexes(rules.size());
+  OnTwoThreads(rules.size(), [&](size_t i) {
+    regexes[i] = std::make_shared<const RE2>(rules[i]->fields.empty() ? rules[i]->pattern.value : "x", opts);
+  });
+  for (size_t rule_index = 0; rule_index < rules.size(); ++rule_index) {
+    const LineRule* lr = rules[rule_index];
     CompiledRule cr;
     cr.spec = *lr;
     LineRule& r = cr.spec;
@@ -249,9 +290,8 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       im.Error(r.family_name.pos, "E-BAD-VALUE", "unknown family '" + r.family_name.value + "'",
                "use one of: nccl, torch, elastic, any");
     }
-    // Compile once here for diagnostics (pass 3 compiles the shared copy).
-    // A `fields` rule has no regex: its captures are the field names.
-    RE2 re(r.fields.empty() ? r.pattern.value : "x", opts);
+    const RE2& re = *regexes[rule_index];
+    if (r.fields.empty() && re.ok()) cr.re = regexes[rule_index];
     std::set<std::string> vars;
     if (!r.fields.empty()) {
       cr.num_captures = static_cast<int>(r.fields.size());
@@ -444,8 +484,10 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
   // ---- pass 3: compile; choose each rule's key atom for the prefilter -------------
   bool errors_so_far = !im.diags.empty();
   if (!errors_so_far) {
-    std::map<std::string, int> atom_id;
-    for (size_t i = 0; i < set->rules_.size(); ++i) {
+    // Each rule's key atoms, on two threads (the atom analysis compiles the
+    // pattern again); then registered in rule order.
+    std::vector<char> no_literal(set->rules_.size(), 0);
+    OnTwoThreads(set->rules_.size(), [&](size_t i) {
       CompiledRule& cr = set->rules_[i];
       if (!cr.spec.fields.empty()) {
         // The longest anchor is required by construction.
@@ -454,15 +496,8 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
           if (f.anchor.value.size() > best.size()) best = f.anchor.value;
         }
         cr.key_atoms = {best};
-        auto it = atom_id.find(best);
-        if (it == atom_id.end()) {
-          it = atom_id.emplace(best, set->matcher_.Add(best)).first;
-          set->atom_rules_.emplace_back();
-        }
-        set->atom_rules_[it->second].push_back(static_cast<int>(i));
-        continue;
+        return;
       }
-      cr.re = std::make_shared<RE2>(cr.spec.pattern.value, opts);
       // FilteredRE2 on this rule alone: its atoms, and which ones are required.
       re2::FilteredRE2 one(3);
       int id;
@@ -472,10 +507,8 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       std::vector<int> none, pots;
       one.AllPotentials(none, &pots);
       if (atoms.empty() || !pots.empty()) {
-        im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
-                 "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",
-                 "every line would run this regex; anchor it on a fixed word of the message");
-        continue;
+        no_literal[i] = 1;
+        return;
       }
       // Key atoms: a smallest-effort hitting set — every match contains at least one
       // of them. Greedily drop atoms, shortest (least selective) first, while the
@@ -499,6 +532,16 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       for (size_t a = 0; a < atoms.size(); ++a) {
         if (key[a]) cr.key_atoms.push_back(atoms[a]);
       }
+    });
+    std::map<std::string, int> atom_id;
+    for (size_t i = 0; i < set->rules_.size(); ++i) {
+      CompiledRule& cr = set->rules_[i];
+      if (no_literal[i]) {
+        im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
+                 "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",
+                 "every line would run this regex; anchor it on a fixed word of the message");
+        continue;
+      }
       for (const auto& a : cr.key_atoms) {
         auto it = atom_id.find(a);
         if (it == atom_id.end()) {
@@ -512,12 +555,18 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
   }
 
   // Embedded samples must agree with the compiled rule (through the whole path).
+  // Rules are checked on two threads, each with its own parser and scratch;
+  // their diagnostics are reported in rule order.
   if (im.diags.empty()) {
-    LineParser parser;
-    Arena arena;
-    MatchScratch ms;
-    for (size_t idx = 0; idx < set->rules_.size(); ++idx) {
+    std::vector<std::vector<Diagnostic>> sample_diags(set->rules_.size());
+    OnTwoThreads(set->rules_.size(), [&](size_t idx) {
+      LineParser parser;
+      Arena arena;
+      MatchScratch ms;
       const CompiledRule& cr = set->rules_[idx];
+      auto error = [&](const SourcePos& pos, const char* code, std::string msg, std::string help = "") {
+        sample_diags[idx].push_back(Diagnostic{pos, code, std::move(msg), std::move(help)});
+      };
       auto run = [&](const Example& ex, bool want) {
         arena.Reset();
         bool matched = false;
@@ -534,26 +583,27 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
           });
         });
         if (want && !matched) {
-          im.Error(ex.line.pos, "E-SAMPLE-NO-MATCH", "rule " + cr.spec.id.value + " does not match its example",
-                   std::string("the line was read as family '") + FamilyName(first.family) + "' with message '" +
-                       std::string(first.message.substr(0, 120)) + "'");
+          error(ex.line.pos, "E-SAMPLE-NO-MATCH", "rule " + cr.spec.id.value + " does not match its example",
+                std::string("the line was read as family '") + FamilyName(first.family) + "' with message '" +
+                    std::string(first.message.substr(0, 120)) + "'");
         } else if (!want && matched) {
-          im.Error(ex.line.pos, "E-SAMPLE-MATCHED", "rule " + cr.spec.id.value + " matches a no_match example");
+          error(ex.line.pos, "E-SAMPLE-MATCHED", "rule " + cr.spec.id.value + " matches a no_match example");
         } else if (want) {
           for (const auto& kv : ex.captures) {
             auto it = got.find(kv.first);
             std::string actual = it == got.end() ? "<none>" : "'" + it->second + "'";
             if (it == got.end() || it->second != kv.second) {
-              im.Error(ex.line.pos, "E-SAMPLE-MISMATCH",
-                       "rule " + cr.spec.id.value + ": capture '" + kv.first + "' is " + actual + ", example expects '" +
-                           kv.second + "'");
+              error(ex.line.pos, "E-SAMPLE-MISMATCH",
+                    "rule " + cr.spec.id.value + ": capture '" + kv.first + "' is " + actual + ", example expects '" +
+                        kv.second + "'");
             }
           }
         }
       };
       for (const Example& ex : cr.spec.match) run(ex, true);
       for (const Example& ex : cr.spec.no_match) run(ex, false);
-    }
+    });
+    for (auto& ds : sample_diags) im.diags.insert(im.diags.end(), ds.begin(), ds.end());
   }
 
   *diags = im.diags;
