@@ -94,6 +94,27 @@ TEST(RuleLoader, RejectsSampleThatMatchesNoMatch) {
             "                     ^\n");
 }
 
+// Rules are compiled and their examples checked on two threads: the report
+// must still list problems in rule order, every time.
+TEST(RuleLoader, ReportsProblemsOfManyRulesInRuleOrder) {
+  std::string text = std::string(kFacts) + "rules:\n";
+  std::string want;
+  for (int i = 0; i < 12; ++i) {
+    std::string id = "NET-" + std::to_string(i);
+    bool bad = i % 3 != 1;
+    text += Rule(id, R"(Using network (?P<network>\S+))", "",
+                 bad ? "n1:1:1 [0] NCCL INFO Using networks" : "n1:1:1 [0] NCCL INFO Using network IB");
+    if (bad) want += "rule " + id + " does not match its example";
+  }
+  for (int round = 0; round < 20; ++round) {
+    std::string out = Load(text), got;
+    for (size_t k = out.find("rule NET-"); k != std::string::npos; k = out.find("rule NET-", k + 1)) {
+      got += out.substr(k, out.find(" [E-", k) - k);
+    }
+    ASSERT_EQ(got, want) << out;
+  }
+}
+
 TEST(RuleLoader, RejectsUnknownFactAndReportsAllProblems) {
   std::string text = std::string(kFacts) + "rules:\n" +
                      Rule("NET-A", R"(Using network (?P<network>\S+))", "    facts: {netwrk: \"{network}\"}\n") +
