@@ -18,6 +18,7 @@
 
 #include "parsers/line_parser.h"
 #include "rules/rule_loader.h"
+#include "rules/rule_set.h"
 
 namespace {
 
@@ -81,8 +82,7 @@ void BM_Prefilter(benchmark::State& state) {
   std::vector<std::string_view> texts;
   for (std::string_view l : g_lines) {
     parser.ParseEach(l, &arena, [&](ncclscan::ParsedLine& pl, int) {
-      bool headered = pl.family == ncclscan::Family::kNccl || pl.family == ncclscan::Family::kTorch;
-      if (!pl.binary) texts.push_back(headered ? pl.message : pl.text);
+      if (!pl.binary) texts.push_back(ncclscan::RuleSet::PrefilterText(pl));
     });
   }
   std::vector<int> ids;

@@ -142,6 +142,14 @@ class RuleSet {
   const CompiledCorrelation* FindCorrelation(std::string_view id) const;
   // The prefilter over every rule's key atoms (exposed for benchmarks and tests).
   const LiteralMatcher& matcher() const { return matcher_; }
+  // The part of a line the prefilter searches: the message of NCCL / c10 lines
+  // (their headers are a fifth of the bytes and carry no rule's literal; the
+  // loader's sample check guarantees no rule depends on a header literal),
+  // the whole text otherwise.
+  static std::string_view PrefilterText(const ParsedLine& line) {
+    bool headered = line.family == Family::kNccl || line.family == Family::kTorch;
+    return headered ? line.message : line.text;
+  }
 
   // Calls on_match(rule_index, groups, num_groups) for every rule matching line;
   // groups[0] is the whole match, groups[i] the i-th capture (empty if unset).
@@ -149,11 +157,7 @@ class RuleSet {
   void Match(const ParsedLine& line, MatchScratch* ms, F&& on_match) const {
     if (line.binary) return;
     ms->atoms.clear();
-    // Key atoms are searched in the message of NCCL / c10 lines (their headers
-    // are a fifth of the bytes and carry no rule's literal); the loader's
-    // sample check guarantees no rule depends on a header literal.
-    bool headered = line.family == Family::kNccl || line.family == Family::kTorch;
-    matcher_.FindAll(headered ? line.message : line.text, &ms->atoms, &ms->seen);
+    matcher_.FindAll(PrefilterText(line), &ms->atoms, &ms->seen);
     if (ms->atoms.empty()) return;
     auto try_rule = [&](int idx) {
       const CompiledRule& r = rules_[idx];
