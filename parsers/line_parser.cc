@@ -30,6 +30,11 @@ LineParser::LineParser() : json_(new Json) {}
 namespace {
 
 size_t Find(std::string_view s, std::string_view needle, size_t from = 0) { return FindLiteral(s, needle, from); }
+// The line without its trailing CR / LF bytes.
+std::string_view WithoutLineEnd(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
 bool Contains(std::string_view s, std::string_view needle) { return Find(s, needle) != std::string_view::npos; }
 
 }  // namespace
@@ -69,8 +74,7 @@ bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* 
 void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
   bare_ = NcclProcess();
   bare_clean_ = false;
-  std::string_view s = raw;
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  std::string_view s = WithoutLineEnd(raw);
   ByteScan scan = ScanBytes(s);
   // tqdm-style "\r" redraws: keep the text after the last '\r'.
   if (scan.cr) {
@@ -537,8 +541,7 @@ Family ClassifyHeaderless(std::string_view t) {
 bool LineParser::ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest) {
   const std::string& h = repeat_.bytes;
   if (h.empty()) return false;
-  std::string_view s = raw;
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  const std::string_view s = WithoutLineEnd(raw);
   if (s.size() < h.size() || !EqualBytes(s.data(), h.data(), h.size())) return false;
   std::string_view msg = s.substr(h.size());
   ByteScan scan = ScanBytes(msg);
