@@ -78,16 +78,16 @@ void LiteralMatcher::Build() {
     else longs.push_back(id);
   }
 
-  // Buckets: short atoms constrain few positions and fire often, so they get
-  // their own bucket; long atoms are sorted by fingerprint (atoms with the same
-  // letters at the same positions keep a bucket sharp) and cut into equal runs.
+  // Groups: short atoms constrain few positions and fire often, so they get
+  // their own group; long atoms are sorted by fingerprint (atoms with the same
+  // letters at the same positions keep a group sharp) and cut into equal runs.
   std::stable_sort(longs.begin(), longs.end(),
                    [&](int x, int y) { return atoms_[x].compare(0, kWindow, atoms_[y], 0, kWindow) < 0; });
-  std::vector<std::vector<int>> buckets(kGroups);
+  std::vector<std::vector<int>> groups(kGroups);
   const int first_long = short_atoms_.empty() ? 0 : 1;
-  if (!short_atoms_.empty()) buckets[0] = short_atoms_;
+  if (!short_atoms_.empty()) groups[0] = short_atoms_;
   for (size_t k = 0; k < longs.size(); ++k) {
-    buckets[first_long + k * (kGroups - first_long) / longs.size()].push_back(longs[k]);
+    groups[first_long + k * (kGroups - first_long) / longs.size()].push_back(longs[k]);
   }
   short_buckets_ = short_atoms_.empty() ? 0 : 1;
 
@@ -98,7 +98,7 @@ void LiteralMatcher::Build() {
   table_.assign(kTableSize, ~uint64_t{0});
   const uint32_t next_mask = (1u << kNextBits) - 1;
   for (int g = 0; g < kGroups; ++g) {
-    for (int id : buckets[g]) {
+    for (int id : groups[g]) {
       const std::string& a = atoms_[id];
       const int fp = static_cast<int>(std::min<size_t>(a.size(), kWindow));
       for (int align = 0; align < kStride; ++align) {
