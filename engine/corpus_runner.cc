@@ -67,6 +67,7 @@ struct Expectation {
   std::vector<Present> present;
   std::vector<std::string> absent;
   std::string max_severity;
+  std::string status;  // verdict status (ok warn fail unknown partial), "" = not checked
   bool has_summary = false;
   std::string sum_ranks;
   bool sum_has_ranks = false, sum_has_hosts = false, sum_has_comms = false, sum_has_versions = false;
@@ -138,6 +139,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
   simdjson::dom::element a;
   if (root["absent"].get(a) == simdjson::SUCCESS) ex->absent = Strings(a);
   if (root["max_severity"].get_string().get(s) == simdjson::SUCCESS) ex->max_severity = std::string(s);
+  if (root["status"].get_string().get(s) == simdjson::SUCCESS) ex->status = std::string(s);
   simdjson::dom::element sum;
   if (root["summary"].get(sum) == simdjson::SUCCESS && sum.is_object()) {
     ex->has_summary = true;
@@ -220,6 +222,9 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
       if (f.rule_id == r) diffs.push_back("absent: found " + Describe(f));
     }
   }
+  if (!ex.status.empty() && ex.status != d.status) {
+    diffs.push_back("status: expected " + ex.status + ", got " + d.status);
+  }
   if (!ex.max_severity.empty()) {
     Severity max;
     if (!ParseSeverity(ex.max_severity, &max)) {
@@ -297,6 +302,7 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a) {
   out += "  \"absent\": [" + list + "]";
   if (d.primary < 0) out += ",\n  \"max_severity\": \"info\"";
   else if (!old.max_severity.empty()) out += ",\n  \"max_severity\": " + Quote(old.max_severity);
+  if (!old.status.empty()) out += ",\n  \"status\": " + Quote(d.status);
   out += "\n}\n";
   return out;
 }

@@ -6,6 +6,7 @@
 //    "present": ["TORCH-WATCHDOG-TIMEOUT", {"rule": "…", "ranks": "0-3"}],
 //    "absent": ["NET-SOCKET-MULTINODE"],
 //    "max_severity": "info",
+//    "status": "unknown",
 //    "summary": {"ranks": "0-15", "hosts": ["a", "b"], "communicators": 1, "nccl_versions": ["2.21.5+cuda12.4"]}}
 //
 // Every key but "description" is optional. A case is a directory holding

@@ -86,6 +86,7 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.count = acc.count;
     f.group = acc.group;
     f.first = acc.first;
+    f.result = acc.result;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) {
@@ -160,6 +161,14 @@ Diagnosis Diagnose(const JobState& state) {
     if (d.primary < 0 && fs[i].severity >= Severity::kWarning) d.primary = static_cast<int>(i);
   }
   d.status = worst >= Severity::kError ? "fail" : (worst >= Severity::kWarning ? "warn" : "ok");
+  // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
+  // launcher output. Unreadable inputs make a clean result partial.
+  const Counters& c = state.counters();
+  const uint64_t recognised = c.lines - c.family_lines[static_cast<int>(Family::kOther)];
+  int unreadable = 0;
+  for (const auto& file : state.files()) unreadable += !file.error.empty();
+  if (d.status == "ok" && recognised == 0 && c.matched_lines == 0) d.status = "unknown";
+  if ((d.status == "ok" || d.status == "unknown") && unreadable > 0) d.status = "partial";
   if (d.primary >= 0) {
     const Finding& p = fs[d.primary];
     std::string where;
@@ -168,6 +177,11 @@ Diagnosis Diagnose(const JobState& state) {
     }
     if (!p.hosts.empty()) where += (where.empty() ? "" : " on ") + HostsText(p);
     d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
+  } else if (d.status == "unknown") {
+    d.headline = "nothing recognised: no NCCL or PyTorch distributed lines (was NCCL_DEBUG=INFO set?)";
+  } else if (d.status == "partial") {
+    d.headline = fmt::format("no problem found in what could be read; {} input{} could not be read", unreadable,
+                             unreadable == 1 ? "" : "s");
   } else {
     d.headline = "no problem found";
   }

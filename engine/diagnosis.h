@@ -34,12 +34,16 @@ struct Finding {
   std::string fingerprint;
   std::vector<std::string> explained_by;
   Seen first;
+  std::string result;  // ncclResult_t named by the return-code chain after the WARN ("" if none)
 };
 
 struct Diagnosis {
   std::vector<Finding> findings;  // ranked
   int primary = -1;               // index of the primary finding, -1 if none
-  std::string status;             // ok | warn | fail
+  // ok: evidence of health was read and nothing is wrong; warn | fail: the worst
+  // finding; unknown: nothing in the input was recognised; partial: nothing
+  // wrong in what was read, but some input could not be read.
+  std::string status;
   std::string headline;
 };
 

@@ -344,6 +344,13 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
                      " (one process driving several GPUs?); using " + std::to_string(it->second));
       }
     }
+    // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
+    std::string_view result = render(r.identity[kIdResult], &b1);
+    if (!result.empty() && static_cast<size_t>(si) < open_warn_.size() && !open_warn_[si].empty()) {
+      auto it = line_findings_.find(open_warn_[si]);
+      if (it != line_findings_.end() && it->second.result.empty()) it->second.result = std::string(result);
+      open_warn_[si].clear();
+    }
   }
 
   for (const CompiledFact& cf : r.facts) {
@@ -385,6 +392,10 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       ev.CopyTo(&acc.evidence.back());
     }
     if (SeenBefore(seen, acc.first)) acc.first = seen;
+    if (line.level == NcclLevel::kWarn) {
+      if (open_warn_.size() <= static_cast<size_t>(si)) open_warn_.resize(si + 1);
+      open_warn_[si] = key;
+    }
   }
 }
 

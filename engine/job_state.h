@@ -127,6 +127,7 @@ struct LineFindingAcc {
   std::vector<Evidence> evidence;
   int64_t count = 0;
   Seen first;
+  std::string result;                // the ncclResult_t of the return-code chain that followed
 };
 
 struct Counters {
@@ -208,6 +209,9 @@ class JobState {
   int last_process_ = -1;                                   // cache for ProcessSubject
   std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
+  // Per subject: the finding of its last WARN line whose return-code chain
+  // (identity `result`) has not been seen yet; "" when none is open.
+  std::vector<std::string> open_warn_;
   Counters counters_;
 };
 

@@ -322,6 +322,9 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.BeginArray();
     for (const auto& e : f.explained_by) j.String(e);
     j.EndArray();
+    j.Key("nccl_result");
+    if (f.result.empty()) j.Null();
+    else j.String(f.result);
     j.KV("fingerprint", f.fingerprint);
     j.EndObject();
   }
@@ -398,8 +401,11 @@ std::string InputLine(const JobState& st) {
 std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
   Style sty{opts.color};
   std::string out;
-  std::string status = d.status == "fail" ? sty.Wrap("31;1", "FAIL") : d.status == "warn" ? sty.Wrap("33;1", "WARN")
-                                                                                         : sty.Wrap("32;1", "OK");
+  std::string status = d.status == "fail"      ? sty.Wrap("31;1", "FAIL")
+                       : d.status == "warn"    ? sty.Wrap("33;1", "WARN")
+                       : d.status == "unknown" ? sty.Wrap("35;1", "UNKNOWN")
+                       : d.status == "partial" ? sty.Wrap("35;1", "PARTIAL")
+                                               : sty.Wrap("32;1", "OK");
   out += fmt::format("{} {}\n", status, sty.Wrap("1", d.headline));
   out += sty.Wrap("2", InputLine(st)) + "\n";
   const Counters& c = st.counters();
@@ -433,6 +439,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
       out += "    " + sty.Wrap("2", "consequence of " + e) + "\n";
     }
     out += "    " + SanitizeForTerminal(f.explanation) + "\n";
+    if (!f.result.empty()) out += "    " + sty.Wrap("2", "NCCL returned: ") + SanitizeForTerminal(f.result) + "\n";
     size_t shown = 0;
     for (const auto& e : f.evidence) {
       if (shown++ == 3) break;
@@ -459,7 +466,11 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
 
 std::string RenderMarkdown(const JobState& st, const Diagnosis& d) {
   std::string out;
-  std::string status = d.status == "fail" ? "FAIL" : d.status == "warn" ? "WARN" : "OK";
+  std::string status = d.status == "fail"      ? "FAIL"
+                       : d.status == "warn"    ? "WARN"
+                       : d.status == "unknown" ? "UNKNOWN"
+                       : d.status == "partial" ? "PARTIAL"
+                                               : "OK";
   out += fmt::format("## ncclscan: {} — {}\n\n", status, d.headline);
   out += "_" + InputLine(st) + "_\n\n";
   if (d.findings.empty()) {
@@ -488,6 +499,7 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d) {
     std::string where = Where(f);
     if (!where.empty()) out += "**Where:** " + cell(where) + "  \n";
     out += "**Why:** " + SanitizeForTerminal(f.explanation) + "  \n";
+    if (!f.result.empty()) out += "**NCCL returned:** " + cell(f.result) + "  \n";
     if (!f.remediation.empty()) out += "**Fix:** " + SanitizeForTerminal(f.remediation) + "  \n";
     out += "**Fingerprint:** `" + f.fingerprint + "`\n";
     if (!f.evidence.empty()) {

@@ -349,20 +349,38 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
     kw = Find(s, "NCCL ", kw + 1);
   }
   if (level == NcclLevel::kNone) {
-    // Pre-2.4 lines have no NCCL keyword: "host:pid:tid [dev] INFO msg".
-    for (std::string_view w : {std::string_view("] INFO "), std::string_view("] WARN ")}) {
+    // Pre-2.4 lines have no NCCL keyword: "host:pid:tid [dev] INFO msg", and
+    // before 2.3 warnings carry the source location: "host:pid:tid [dev] file:line WARN msg".
+    for (std::string_view w : {std::string_view("] INFO "), std::string_view("] WARN "), std::string_view(" WARN ")}) {
       size_t k = Find(s, w);
       if (k == std::string_view::npos) continue;
       ParsedLine tmp = *line;
+      const size_t msg_at = k + w.size();
+      std::string_view loc;
+      if (w[0] == ' ') {
+        // " WARN " after a "file:line" token that follows "[dev]".
+        size_t ls = TokenStart(s, k);
+        std::string_view tok = s.substr(ls, k - ls);
+        size_t c = tok.rfind(':');
+        std::string_view num = c == std::string_view::npos ? std::string_view() : tok.substr(c + 1);
+        int64_t v;
+        if (c == std::string_view::npos || c == 0 || !ConsumeInt(&num, &v) || !num.empty() || ls < 2 ||
+            s[ls - 2] != ']') {
+          continue;
+        }
+        loc = tok;
+        k = ls - 2;
+      }
       size_t dev_start = TokenStart(s, k + 1);
       int dev;
       if (!ParseDevToken(s.substr(dev_start, k + 1 - dev_start), &dev) || dev_start == 0) continue;
       size_t hs = TokenStart(s, dev_start - 1);
       if (!ParseHostPidTid(s.substr(hs, dev_start - 1 - hs), &tmp)) continue;
       tmp.dev = dev;
+      if (!loc.empty()) tmp.src_loc = loc;
       *line = tmp;
       level = w[2] == 'I' ? NcclLevel::kInfo : NcclLevel::kWarn;
-      msg_start = k + w.size();
+      msg_start = msg_at;
       hdr = hs;
       break;
     }

@@ -97,6 +97,13 @@ struct LineRule {
   std::map<std::string, Located<std::string>> identity;
   std::vector<Lookup> lookups;
   SubjectMode subject = SubjectMode::kLine;
+  // `level:` the NCCL levels (INFO WARN TRACE ABORT VERSION CALL) or c10
+  // severities (E F W I) of the lines the rule applies to; empty = any line.
+  std::vector<Located<std::string>> levels;
+  // `fallback: true`: tried only on lines that no rule with a finding matched,
+  // and exempt from the literal prefilter (a catch-all that still diagnoses).
+  bool fallback = false;
+  SourcePos fallback_pos;
   FindingSpec finding;
   std::vector<std::string> references;
   std::vector<Example> match;

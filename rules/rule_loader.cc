@@ -407,6 +407,36 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       bind(&cf.value);
     }
     for (Template& t : cr.identity) bind(&t);
+    for (const auto& lv : r.levels) {
+      static const std::pair<const char*, NcclLevel> kNcclLevels[] = {
+          {"INFO", NcclLevel::kInfo},   {"WARN", NcclLevel::kWarn}, {"TRACE", NcclLevel::kTrace},
+          {"CALL", NcclLevel::kCall},   {"ABORT", NcclLevel::kAbort}, {"VERSION", NcclLevel::kVersion}};
+      bool known = false;
+      for (const auto& nl : kNcclLevels) {
+        if (lv.value == nl.first) {
+          cr.nccl_levels |= 1u << static_cast<int>(nl.second);
+          known = true;
+        }
+      }
+      if (lv.value.size() == 1 && CompiledRule::SeverityBit(lv.value[0]) > 0) {
+        cr.c10_severities |= 1u << CompiledRule::SeverityBit(lv.value[0]);
+        known = true;
+      }
+      if (!known) {
+        im.Error(lv.pos, "E-BAD-VALUE", "unknown level '" + lv.value + "'",
+                 "NCCL levels INFO WARN TRACE CALL ABORT VERSION, or c10 severities E F W I V");
+      }
+    }
+    cr.has_finding = r.finding.present;
+    if (r.fallback) {
+      if (r.levels.empty()) {
+        im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'level'",
+                 "a catch-all runs its regex on every line it admits: name the levels (e.g. level: [WARN])");
+      }
+      if (!r.finding.present) {
+        im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'finding'");
+      }
+    }
     cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
     for (const CompiledFact& cf : cr.facts) {
       if (set->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
@@ -489,6 +519,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     std::vector<char> no_literal(set->rules_.size(), 0);
     OnTwoThreads(set->rules_.size(), [&](size_t i) {
       CompiledRule& cr = set->rules_[i];
+      if (cr.spec.fallback) return;  // not prefiltered: tried when nothing else speaks for a line
       if (!cr.spec.fields.empty()) {
         // The longest anchor is required by construction.
         std::string best;
@@ -536,6 +567,12 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     std::map<std::string, int> atom_id;
     for (size_t i = 0; i < set->rules_.size(); ++i) {
       CompiledRule& cr = set->rules_[i];
+      if (cr.spec.fallback) {
+        set->fallback_rules_.push_back(static_cast<int>(i));
+        set->fallback_nccl_levels_ |= cr.nccl_levels;
+        set->fallback_c10_severities_ |= cr.c10_severities;
+        continue;
+      }
       if (no_literal[i]) {
         im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
                  "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",

@@ -205,7 +205,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   ForEachKey(
       n, "rule",
       {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
-       "finding", "references", "examples"},
+       "level", "fallback", "finding", "references", "examples"},
       [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
         if (key == "id") Scalar(v, "id", &r.id);
         else if (key == "title") Scalar(v, "title", &r.title);
@@ -247,7 +247,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
           });
         } else if (key == "identity") {
           ForEachKey(v, "identity",
-                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid"},
+                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result"},
                      [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
                        Located<std::string> l;
                        if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
@@ -277,6 +277,20 @@ void RuleReader::ReadRule(const YAML::Node& n) {
             else if (s.value == "capture") r.subject = SubjectMode::kCapture;
             else if (s.value == "previous") r.subject = SubjectMode::kPrevious;
             else Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+          }
+        } else if (key == "level") {
+          if (v.IsScalar()) {
+            Located<std::string> l;
+            if (Scalar(v, "level", &l)) r.levels.push_back(l);
+          } else {
+            StringList(v, "level", &r.levels);
+          }
+        } else if (key == "fallback") {
+          Located<std::string> b;
+          r.fallback_pos = Pos(v);
+          if (Scalar(v, "fallback", &b)) {
+            if (b.value == "true") r.fallback = true;
+            else if (b.value != "false") Error(b.pos, "E-BAD-VALUE", "fallback must be true or false");
           }
         } else if (key == "finding") {
           ReadFinding(v, &r.finding);

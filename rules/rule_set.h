@@ -34,7 +34,8 @@ inline constexpr int kMaxCaptures = 15;
 
 // Identity slots a rule may fill (see docs/rules.md "Identity").
 enum IdentitySlot {
-  kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kIdHost, kIdPid, kNumIdSlots
+  kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kIdHost, kIdPid, kIdResult,
+  kNumIdSlots
 };
 const char* IdentitySlotName(int slot);
 
@@ -72,6 +73,28 @@ struct CompiledRule {
   // process: a run of its matches can be folded to one update per fact entry
   // before the serial stage (see the scanner).
   bool foldable = false;
+  // `level:` as masks: bit (1 << NcclLevel) of NCCL lines, and c10 severities.
+  uint32_t nccl_levels = 0;
+  uint32_t c10_severities = 0;  // bit (1 << SeverityBit(c))
+  bool has_finding = false;
+
+  // Whether the rule's `level:` admits the line (no `level:` admits every line).
+  bool LevelAdmits(const ParsedLine& line) const {
+    if (nccl_levels == 0 && c10_severities == 0) return true;
+    if ((nccl_levels >> static_cast<int>(line.level)) & 1u) return true;
+    return line.severity != 0 && ((c10_severities >> SeverityBit(line.severity)) & 1u);
+  }
+  // c10 severity letters E F W I V as bit positions (0 for anything else).
+  static int SeverityBit(char c) {
+    switch (c) {
+      case 'E': return 1;
+      case 'F': return 2;
+      case 'W': return 3;
+      case 'I': return 4;
+      case 'V': return 5;
+    }
+    return 0;
+  }
 
   int CaptureIndex(std::string_view name) const;
 };
@@ -153,15 +176,19 @@ class RuleSet {
 
   // Calls on_match(rule_index, groups, num_groups) for every rule matching line;
   // groups[0] is the whole match, groups[i] the i-th capture (empty if unset).
+  //
+  // Fallback rules (`fallback: true`) are tried last, and only when no rule
+  // with a finding matched: a line no specific rule knows still diagnoses.
   template <typename F>
   void Match(const ParsedLine& line, MatchScratch* ms, F&& on_match) const {
     if (line.binary) return;
     ms->atoms.clear();
     matcher_.FindAll(PrefilterText(line), &ms->atoms, &ms->seen);
-    if (ms->atoms.empty()) return;
+    bool found = false;  // a rule with a finding matched
     auto try_rule = [&](int idx) {
       const CompiledRule& r = rules_[idx];
       if (!r.spec.any_family && r.spec.family != line.family) return;
+      if (!r.LevelAdmits(line)) return;
       re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic ||
                                 line.family == Family::kOther)
                                    ? re2::StringPiece(line.text.data(), line.text.size())
@@ -171,11 +198,24 @@ class RuleSet {
       } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
         return;
       }
+      found |= r.has_finding;
       on_match(idx, ms->groups, r.num_captures + 1);
     };
+    auto try_fallbacks = [&] {
+      if (found || fallback_rules_.empty() || !MayFallBack(line)) return;
+      for (int idx : fallback_rules_) {
+        try_rule(idx);
+        if (found) return;  // the first catch-all that matches speaks for the line
+      }
+    };
+    if (ms->atoms.empty()) {
+      try_fallbacks();
+      return;
+    }
     // Most matching lines have one atom that keys one rule (a COLL line).
     if (ms->atoms.size() == 1 && atom_rules_[ms->atoms[0]].size() == 1) {
       try_rule(atom_rules_[ms->atoms[0]][0]);
+      try_fallbacks();
       return;
     }
     // Every rule has one required "key" atom (or, rarely, a set of which one
@@ -193,9 +233,17 @@ class RuleSet {
     for (int idx : ms->candidates) ms->rule_seen[idx] = 0;
     if (ms->candidates.size() > 1) std::sort(ms->candidates.begin(), ms->candidates.end());
     for (int idx : ms->candidates) try_rule(idx);
+    try_fallbacks();
   }
 
+  const std::vector<int>& fallback_rules() const { return fallback_rules_; }
+
  private:
+  // Cheap test before any fallback rule: the line's level is one some fallback admits.
+  bool MayFallBack(const ParsedLine& line) const {
+    if ((fallback_nccl_levels_ >> static_cast<int>(line.level)) & 1u) return true;
+    return line.severity != 0 && ((fallback_c10_severities_ >> CompiledRule::SeverityBit(line.severity)) & 1u);
+  }
   friend class RuleLoader;
   // `fields` rules: every anchor must occur; groups[i] is the token next to anchor i.
   static bool ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups);
@@ -205,6 +253,9 @@ class RuleSet {
   std::vector<CompiledCorrelation> correlations_;
   LiteralMatcher matcher_;
   std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
+  std::vector<int> fallback_rules_;           // in rule order
+  uint32_t fallback_nccl_levels_ = 0;         // union of the fallback rules' masks
+  uint32_t fallback_c10_severities_ = 0;
 };
 
 }  // namespace ncclscan

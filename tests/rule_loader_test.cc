@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "parsers/line_parser.h"
+
 namespace ncclscan {
 namespace {
 
@@ -52,8 +54,78 @@ TEST(RuleLoader, RejectsUnknownKey) {
             "t.yaml:12:5: error: unknown key 'titel' in rule [E-UNKNOWN-KEY]\n"
             "        titel: oops\n"
             "        ^\n"
-            "help: allowed keys: category, examples, facts, family, fields, finding, id, identity, lookup, pattern, "
-            "references, subject, title\n");
+            "help: allowed keys: category, examples, facts, fallback, family, fields, finding, id, identity, level, "
+            "lookup, pattern, references, subject, title\n");
+}
+
+// A catch-all: tried only where no rule with a finding matched, only on its levels.
+const char* kFallbackRules =
+    "rules:\n"
+    "  - id: SPECIFIC\n"
+    "    title: t\n"
+    "    category: ib\n"
+    "    family: nccl\n"
+    "    pattern: 'port (?P<p>down)'\n"
+    "    finding: {severity: error, explanation: x, remediation: y}\n"
+    "    examples:\n"
+    "      match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port down\"]\n"
+    "      no_match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\"]\n"
+    "  - id: CATCH-ALL\n"
+    "    title: t\n"
+    "    category: init\n"
+    "    family: nccl\n"
+    "    level: [WARN]\n"
+    "    fallback: true\n"
+    "    pattern: '(?P<msg>.+)'\n"
+    "    finding: {severity: error, explanation: x, remediation: y}\n"
+    "    examples:\n"
+    "      match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\"]\n"
+    "      no_match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port down\", \"n1:1:2 [0] NCCL INFO port up\"]\n";
+
+std::vector<std::string> MatchedIds(const RuleSet& set, const std::string& line) {
+  LineParser parser;
+  Arena arena;
+  MatchScratch ms;
+  std::vector<std::string> ids;
+  parser.ParseEach(line, &arena, [&](ParsedLine& pl, int) {
+    set.Match(pl, &ms, [&](int ri, const re2::StringPiece*, int) { ids.push_back(set.rules()[ri].spec.id.value); });
+  });
+  return ids;
+}
+
+TEST(RuleLoader, FallbackRuleSpeaksOnlyWhereNoFindingMatched) {
+  std::unique_ptr<RuleSet> set;
+  ASSERT_EQ(Load(kFallbackRules, &set), "");
+  EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 NCCL WARN port down"), std::vector<std::string>{"SPECIFIC"});
+  EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 NCCL WARN something else"), std::vector<std::string>{"CATCH-ALL"});
+  // Not its level: an INFO line, a c10 error line.
+  EXPECT_TRUE(MatchedIds(*set, "n1:1:2 [0] NCCL INFO something else").empty());
+  EXPECT_TRUE(MatchedIds(*set, "[E1122 10:15:32.1 x.cpp:1] something else").empty());
+  // Pre-2.3 WARN header without the NCCL keyword.
+  EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 WARN something else"), std::vector<std::string>{"CATCH-ALL"});
+}
+
+TEST(RuleLoader, FallbackRuleNeedsLevelAndFinding) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    fallback: true\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:12:15: error: fallback rule NET-A needs a 'level' [E-MISSING-KEY]\n"
+            "        fallback: true\n"
+            "                  ^\n"
+            "help: a catch-all runs its regex on every line it admits: name the levels (e.g. level: [WARN])\n"
+            "t.yaml:12:15: error: fallback rule NET-A needs a 'finding' [E-MISSING-KEY]\n"
+            "        fallback: true\n"
+            "                  ^\n");
+}
+
+TEST(RuleLoader, RejectsUnknownLevel) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    level: [WARNING]\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:12:13: error: unknown level 'WARNING' [E-BAD-VALUE]\n"
+            "        level: [WARNING]\n"
+            "                ^\n"
+            "help: NCCL levels INFO WARN TRACE CALL ABORT VERSION, or c10 severities E F W I V\n");
 }
 
 TEST(RuleLoader, RejectsBadRegexWithCaret) {
