@@ -139,6 +139,7 @@ struct Counters {
   uint64_t nul_lines = 0;
   uint64_t overlong_lines = 0;       // cut at the maximum line length
   uint64_t glued_lines = 0;
+  uint64_t wrapped_joined = 0;       // terminal hard-wrapped lines joined to the line before
 };
 
 class JobState {

@@ -233,6 +233,9 @@ class ChunkReader {
         skipping_ = false;
       }
       const void* last = n ? memrchr(buf.data(), '\n', n) : nullptr;
+      // A file whose lines end in CR alone (old Mac, some terminal captures):
+      // no '\n' in a whole chunk, so end the chunk after its last CR instead.
+      if (!last && n >= std::min(opts_.chunk_size, opts_.max_line)) last = memrchr(buf.data(), '\r', n);
       if (last) {
         size_t k = static_cast<const char*>(last) - buf.data() + 1;
         carry_.assign(buf.data() + k, n - k);
@@ -354,6 +357,47 @@ class Folder {
   std::string buf_;
 };
 
+// What the rules make of one line alone: 2 a specific finding, 1 only a
+// catch-all's, 0 none. For the hard-wrap decision only (rare lines).
+int FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family* family) {
+  int best = 0;
+  *family = Family::kOther;
+  c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
+    if (piece == 0) *family = pl.family;
+    rules.Match(pl, &c->scratch, [&](int ri, const re2::StringPiece*, int) {
+      const CompiledRule& r = rules.rules()[ri];
+      if (r.has_finding) best = std::max(best, r.spec.fallback ? 1 : 2);
+    });
+  });
+  return best;
+}
+
+// A terminal that hard-wraps at a fixed column cuts a long line mid-word and
+// the rest lands on the next line without any header:
+//   "... WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, N" / "umelOut=1, Timeout(ms)=600000) ran for …"
+// The two are joined when the first is long, ends mid-token, the second has no
+// header and starts mid-token, and only the joined line gives a specific
+// finding that the first alone does not. (Both must be in one chunk: a wrap
+// that straddles a chunk boundary stays two lines.)
+constexpr size_t kMinWrapWidth = 79;
+bool WrapTail(char ch) { return ch != ' ' && ch != '\t' && ch != '.' && ch != ':' && ch != ';'; }
+bool WrapHead(char ch) { return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ','; }
+
+bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
+                   std::string_view* joined) {
+  if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
+  Family fam;
+  if (FindingStrength(rules, c, next, &fam) != 0 || fam != Family::kOther) return false;
+  Family first_fam;
+  if (FindingStrength(rules, c, first, &first_fam) == 2 || first_fam == Family::kOther) return false;
+  std::string both(first);
+  both.append(next.data(), next.size());
+  std::string_view j = c->arena.Store(both);
+  if (FindingStrength(rules, c, j, &fam) != 2) return false;
+  *joined = j;
+  return true;
+}
+
 void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   const char* p = c->data.data();
   const char* end = p + c->size;
@@ -367,12 +411,40 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   // so results do not depend on where chunks end.
   CarryRank& carry = c->carry;
   Folder folder(rules, c);
+  // A CR that does not end a CRLF ends a line too (CR-only files, progress bars
+  // redrawn with CR in front of a log line); most chunks have no CR at all.
+  const bool has_cr = std::memchr(p, '\r', c->size) != nullptr;
   while (p < end) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
     const char* le = nl ? nl : end;
+    if (has_cr) {
+      const char* cr = static_cast<const char*>(std::memchr(p, '\r', le - p));
+      if (cr && cr + 1 < le) {
+        nl = cr;
+        le = cr;
+      }
+    }
     std::string_view raw(p, le - p);
     p = nl ? nl + 1 : end;
     c->counters.lines++;
+    uint32_t consumed = 0;
+    if (raw.size() >= kMinWrapWidth && p < end) {
+      // Peek at the next physical line (a lone CR ends it too, as above).
+      const char* nnl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      const char* nle = nnl ? nnl : end;
+      if (has_cr) {
+        const char* cr = static_cast<const char*>(std::memchr(p, '\r', nle - p));
+        if (cr && cr + 1 < nle) nnl = nle = cr;
+      }
+      std::string_view joined;
+      if (JoinsHardWrap(rules, c, raw, std::string_view(p, nle - p), &joined)) {
+        raw = joined;
+        p = nnl ? nnl + 1 : end;
+        c->counters.lines++;
+        c->counters.wrapped_joined++;
+        consumed = 1;  // the continuation's line; evidence cites the first
+      }
+    }
     c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
       if (piece == 0) {
         if (pl.binary) c->counters.binary_lines++;
@@ -414,7 +486,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       c->events.push_back(LineEvent{pl, index, mbegin, mend});
       c->events.back().orphan = orphan;
     });
-    ++index;
+    index += 1 + consumed;
   }
   folder.Flush();
   if (c->overlong) c->counters.overlong_lines++;
@@ -428,6 +500,7 @@ void AddCounters(Counters* into, const Counters& c) {
   into->nul_lines += c.nul_lines;
   into->overlong_lines += c.overlong_lines;
   into->glued_lines += c.glued_lines;
+  into->wrapped_joined += c.wrapped_joined;
 }
 
 }  // namespace

@@ -4,33 +4,165 @@
 # other inputs still scanned, valid JSON).
 #
 # usage: cli_test.sh NCCLSCAN REPO_ROOT
+#
+# A check is written
+#   check NAME EXPECTED_RC CMD...   runs CMD (stdout -> $T/out, stderr -> $T/err)
+#   expect CONDITION...             one content condition (a command that must succeed)
+#   end                             reports "PASS NAME" or "FAIL NAME: <every condition that failed>"
+# A wrong exit code and every failed condition each fail the check. Every check
+# is declared in PLAN: one that never reported (the script stopped early, a
+# check was skipped) is a failure too. The closing line is "N passed, N failed";
+# the exit status is 0 only if every declared check ran and passed.
+# tests/cli_test_mutants.sh checks that this script fails against broken copies
+# of the binary.
 set -u
 NS=$(readlink -f "$1")
 ROOT=$(readlink -f "$2")
 T=$(mktemp -d /tmp/ncclscan_cli.XXXXXX)
 chmod 755 "$T"
-trap 'chmod -R u+rwx "$T" 2>/dev/null; rm -rf "$T"' EXIT
-pass=0
-fail=0
 PY=/usr/bin/python3
 
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
+PLAN=(
+  version help bad_flag bad_format stdin stdin_result_independent_of_pipe_timing
+  fail_on_default_error_exit_1 fail_on_never fail_on_critical markdown
+  rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
+  rule_file_not_yaml rule_regex_of_catastrophic_size corpus_case_passes broken_rule_fails_with_diff
+  binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
+  file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
+  permission_denied directory_symlink_loop fifo_on_stdin
+)
+pass=0
+fail=0
+declare -A reported=()  # check name -> PASS/FAIL
+cur=""                  # the open check
+cur_why=()              # what failed in it
+finished=0
+
 bad() { fail=$((fail + 1)); echo "FAIL $1: $2"; }
 
-# run NAME EXPECTED_RC CMD...: runs CMD, stdout -> $T/out, stderr -> $T/err.
-run() {
-  local name=$1 want=$2
-  shift 2
+# Quotes the words of a condition for a failure message.
+show() {
+  local a s=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=:-]+$ ]]; then
+      s+=" $a"
+    elif [[ $a != *"'"* ]]; then
+      s+=" '$a'"
+    else
+      s+=" \"$a\""
+    fi
+  done
+  printf '%s' "${s# }"
+}
+snippet() { head -c 200 "$1" | tr '\n\0' '|?'; }
+
+# run_cmd EXPECTED_RC CMD...: runs CMD, stdout -> $T/out, stderr -> $T/err; a
+# wrong exit code is a failure of the open check.
+run_cmd() {
+  local want=$1
+  shift
   "$@" >"$T/out" 2>"$T/err"
   local rc=$?
-  if [ "$rc" != "$want" ]; then
-    bad "$name" "exit $rc, want $want; stderr: $(head -c 300 "$T/err")"
-    return 1
-  fi
-  return 0
+  [ "$rc" = "$want" ] || cur_why+=("exit $rc, want $want (stderr: $(snippet "$T/err"))")
 }
-json_ok() { "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null; }
+
+# check NAME EXPECTED_RC CMD...: opens check NAME and runs its command.
+check() {
+  local name=$1
+  [ -z "$cur" ] || { cur_why+=("never ended (check $name opened)"); end; }
+  cur=$name
+  cur_why=()
+  shift
+  run_cmd "$@"
+}
+
+# also_run EXPECTED_RC CMD...: another command of the open check (replaces $T/out, $T/err).
+also_run() { run_cmd "$@"; }
+
+# expect CONDITION...: the condition (a command) must succeed; a failure is
+# recorded with the condition's words and the helper's $why.
+expect() {
+  why=""
+  "$@" || cur_why+=("$(show "$@") failed${why:+ ($why)}")
+}
+
+# end: reports the open check.
+end() {
+  local name=$cur
+  cur=""
+  if [ -n "${reported[$name]+x}" ]; then
+    bad "$name" "reported twice"
+    return
+  fi
+  local declared=0 p
+  for p in "${PLAN[@]}"; do [ "$p" = "$name" ] && declared=1; done
+  [ "$declared" = 1 ] || cur_why+=("not declared in PLAN")
+  if [ "${#cur_why[@]}" = 0 ]; then
+    pass=$((pass + 1))
+    reported[$name]=PASS
+    echo "PASS $name"
+  else
+    local msg
+    msg=$(printf '%s; ' "${cur_why[@]}")
+    reported[$name]=FAIL
+    bad "$name" "${msg%; }"
+  fi
+}
+
+# The closing report: checks that never reported fail; "N passed, N failed".
+finish() {
+  [ -z "$cur" ] || { cur_why+=("never ended"); end; }
+  local p
+  for p in "${PLAN[@]}"; do
+    [ -n "${reported[$p]+x}" ] || bad "$p" "did not run"
+  done
+  echo "$pass passed, $fail failed"
+  finished=1
+}
+
+on_exit() {
+  local rc=$?
+  # A writer still blocked on the FIFO (its check never ran) gets a reader and ends.
+  [ -p "$T/fifo" ] && { exec 3<>"$T/fifo"; exec 3<&-; } 2>/dev/null
+  chmod -R u+rwx "$T" 2>/dev/null
+  rm -rf "$T"
+  if [ "$finished" != 1 ]; then
+    echo "FAIL cli_test.sh: stopped before the end (exit $rc)"
+    fail=$((fail + 1))
+    finish
+    exit 1
+  fi
+}
+trap on_exit EXIT
+
+# --- conditions (each sets $why when it fails) ---------------------------------
+out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
+err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
+is_json() {
+  "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null ||
+    { why="stdout: $(snippet "$T/out")"; return 1; }
+}
 json_get() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$T/out" "$1"; }
+# json_eq EXPR VALUE: EXPR, evaluated on the JSON document d on stdout, prints VALUE.
+json_eq() {
+  local got
+  got=$(json_get "$1" 2>&1)
+  [ "$got" = "$2" ] || { why="got '$(printf '%s' "$got" | tail -1 | head -c 200)'"; return 1; }
+}
+same_out_as() { cmp -s "$T/out" "$1" || { why="stdout differs from $(basename "$1")"; return 1; }; }
+# utf8_with_replacement: stdout is valid UTF-8 and holds U+FFFD.
+utf8_with_replacement() {
+  "$PY" -c 'import sys; b=open(sys.argv[1],"rb").read(); b.decode("utf-8"); sys.exit(0 if b"\xef\xbf\xbd" in b else 1)' \
+    "$T/out" 2>/dev/null || { why="no U+FFFD in valid UTF-8 stdout"; return 1; }
+}
+# rss_below KB: the peak RSS that /usr/bin/time wrote to $T/rss.
+rss_below() {
+  local kb
+  kb=$(tail -1 "$T/rss" 2>/dev/null)
+  if [[ $kb =~ ^[0-9]+$ ]] && [ "$kb" -lt "$1" ]; then return 0; fi
+  why="peak RSS '$kb' KiB"
+  return 1
+}
 
 GOOD="$T/good.log"
 cat >"$GOOD" <<'EOF'
@@ -39,28 +171,52 @@ gpu-a17:48213:48290 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect
 EOF
 
 # --- basics -------------------------------------------------------------------
-run version 0 "$NS" --version && grep -q '^ncclscan [0-9]' "$T/out" && ok version
-run help 0 "$NS" --help && grep -q 'examples:' "$T/out" && ok help
-run bad_flag 2 "$NS" --no-such-flag && grep -q '^ncclscan: error:' "$T/err" && ok bad_flag
-run bad_format 2 "$NS" --format xml "$GOOD" && grep -q "unknown --format 'xml'" "$T/err" && ok bad_format
-run stdin 0 sh -c "printf 'n1:1:1 [0] NCCL INFO Using network IB\n' | '$NS' --format json" &&
-  [ "$(json_get 'd["input"]["lines"]')" = 1 ] && ok stdin
+check version 0 "$NS" --version
+expect out_has '^ncclscan [0-9]'
+end
+check help 0 "$NS" --help
+expect out_has 'examples:'
+end
+check bad_flag 2 "$NS" --no-such-flag
+expect err_has '^ncclscan: error:'
+end
+check bad_format 2 "$NS" --format xml "$GOOD"
+expect err_has "unknown --format 'xml'"
+end
+check stdin 0 sh -c "printf 'n1:1:1 [0] NCCL INFO Using network IB\n' | '$NS' --format json"
+expect json_eq 'd["input"]["lines"]' 1
+end
 # Regression: chunk boundaries followed pipe timing, and with them which rank a
 # continuation line was attributed to: the same bytes must give the same JSON.
 two='[rank3]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0 Rank 3] Process group watchdog thread terminated\n Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for 1001 milliseconds before timing out.\n'
-run pipe_fast 1 sh -c "printf '$two' | '$NS' --format json" && cp "$T/out" "$T/fast.json"
-run pipe_slow 1 sh -c "(printf '$two' | head -1; sleep 0.3; printf '$two' | tail -1) | '$NS' --format json" &&
-  cmp -s "$T/out" "$T/fast.json" && ok stdin_result_independent_of_pipe_timing
-run fail_on_default 1 "$NS" "$GOOD" && ok fail_on_default_error_exit_1
-run fail_on_never 0 "$NS" --fail-on never "$GOOD" && ok fail_on_never
-run fail_on_critical 0 "$NS" --fail-on critical "$GOOD" && ok fail_on_critical
-run markdown 1 "$NS" --format markdown "$GOOD" && grep -q '^## ncclscan: FAIL' "$T/out" && ok markdown
+check stdin_result_independent_of_pipe_timing 1 sh -c "printf '$two' | '$NS' --format json"
+cp "$T/out" "$T/fast.json"
+also_run 1 sh -c "(printf '$two' | head -1; sleep 0.3; printf '$two' | tail -1) | '$NS' --format json"
+expect same_out_as "$T/fast.json"
+end
+check fail_on_default_error_exit_1 1 "$NS" "$GOOD"
+end
+check fail_on_never 0 "$NS" --fail-on never "$GOOD"
+end
+check fail_on_critical 0 "$NS" --fail-on critical "$GOOD"
+end
+check markdown 1 "$NS" --format markdown "$GOOD"
+expect out_has '^## ncclscan: FAIL'
+end
 
 # --- rules ----------------------------------------------------------------------
-run rules_check 0 "$NS" rules --check && grep -q '^ok: ' "$T/out" && ok rules_check
-run rules_list 0 "$NS" rules --list && grep -q 'DIVERGENT-RANK' "$T/out" && ok rules_list
-run explain 0 "$NS" explain DIVERGENT-RANK && grep -q 'kind:      correlation (extreme)' "$T/out" && ok explain
-run explain_unknown 2 "$NS" explain NO-SUCH-RULE && grep -q "no rule with id 'NO-SUCH-RULE'" "$T/err" && ok explain_unknown
+check rules_check 0 "$NS" rules --check
+expect out_has '^ok: '
+end
+check rules_list 0 "$NS" rules --list
+expect out_has 'DIVERGENT-RANK'
+end
+check explain 0 "$NS" explain DIVERGENT-RANK
+expect out_has 'kind:      correlation (extreme)'
+end
+check explain_unknown 2 "$NS" explain NO-SUCH-RULE
+expect err_has "no rule with id 'NO-SUCH-RULE'"
+end
 
 mkdir -p "$T/myrules"
 cat >"$T/myrules/site.yaml" <<'EOF'
@@ -78,14 +234,18 @@ rules:
       match: ["n1:1:1 [0] NCCL INFO Using network IB"]
       no_match: ["n1:1:1 [0] NCCL INFO Using network Socket"]
 EOF
-run user_rule 1 "$NS" --rules "$T/myrules" --format json --fail-on critical "$GOOD" &&
-  [ "$(json_get '[f["rule"] for f in d["findings"]][0]')" = SITE-FLAKY-SWITCH ] && ok user_rule_fires_without_recompiling
-run user_rule_check 0 "$NS" rules --check "$T/myrules" && ok user_rule_check
+check user_rule_fires_without_recompiling 1 "$NS" --rules "$T/myrules" --format json --fail-on critical "$GOOD"
+expect json_eq '[f["rule"] for f in d["findings"]][0]' SITE-FLAKY-SWITCH
+end
+check user_rule_check 0 "$NS" rules --check "$T/myrules"
+end
 
 mkdir -p "$T/notyaml"
 printf 'rules: [a, b\n  c: {\n' >"$T/notyaml/x.yaml"
-run rule_not_yaml 2 "$NS" --rules "$T/notyaml" "$GOOD" && grep -q 'x.yaml:2:4: error: not valid YAML' "$T/err" &&
-  grep -q 'nothing was scanned' "$T/err" && ok rule_file_not_yaml
+check rule_file_not_yaml 2 "$NS" --rules "$T/notyaml" "$GOOD"
+expect err_has 'x.yaml:2:4: error: not valid YAML'
+expect err_has 'nothing was scanned'
+end
 
 mkdir -p "$T/bigre"
 big=$(printf '[a-z]{1000}%.0s' $(seq 1 100))
@@ -99,7 +259,9 @@ rules:
     finding: {severity: error, explanation: "x"}
     examples: {match: ["n1:1:1 [0] NCCL INFO Using network IB"], no_match: ["x"]}
 EOF
-run rule_huge_regex 2 "$NS" rules --check "$T/bigre" && grep -q 'E-REGEX-TOO-BIG' "$T/err" && ok rule_regex_of_catastrophic_size
+check rule_regex_of_catastrophic_size 2 "$NS" rules --check "$T/bigre"
+expect err_has 'E-REGEX-TOO-BIG'
+end
 
 # --- ncclscan test: a deliberately broken rule fails the corpus with a readable diff
 mkdir -p "$T/broken"
@@ -115,80 +277,111 @@ correlations:
     finding: {severity: critical, explanation: "rank {ranks}"}
 EOF
 case_dir="$ROOT/corpus/sim-divergent_rank-perrank-12r3h"
-run corpus_case_passes 0 "$NS" test "$case_dir" --color never && grep -q '^1 passed, 0 failed$' "$T/out" &&
-  ok corpus_case_passes
-run broken_rule_fails 1 "$NS" test "$case_dir" --rules "$T/broken" --color never &&
-  grep -q "^FAIL $case_dir" "$T/out" && grep -q 'primary: expected rule DIVERGENT-RANK, got WATCHDOG-SEQ-SPLIT' "$T/out" &&
-  grep -q '^    findings were:' "$T/out" && grep -q '^0 passed, 1 failed$' "$T/out" && ok broken_rule_fails_with_diff
+check corpus_case_passes 0 "$NS" test "$case_dir" --color never
+expect out_has '^1 passed, 0 failed$'
+end
+check broken_rule_fails_with_diff 1 "$NS" test "$case_dir" --rules "$T/broken" --color never
+expect out_has "^FAIL $case_dir"
+expect out_has 'primary: expected rule DIVERGENT-RANK, got WATCHDOG-SEQ-SPLIT'
+expect out_has '^    findings were:'
+expect out_has '^0 passed, 1 failed$'
+end
 
 # --- bad-input matrix -------------------------------------------------------------
 head -c 20000 /dev/urandom >"$T/binary.bin"
-run binary 1 "$NS" --format json "$T/binary.bin" "$GOOD" && json_ok && ok binary_file
+check binary_file 1 "$NS" --format json "$T/binary.bin" "$GOOD"
+expect is_json
+end
 
 printf 'gpu-a17:1:1 [0] NCCL INFO Using \0network Socket\n' >"$T/nul.log"
-run nul 0 "$NS" --format json "$T/nul.log" &&
-  [ "$(json_get 'd["input"]["lines_unparsed"]["with_nul"]')" = 1 ] &&
-  [ "$(json_get 'd["subjects"][0]["facts"].get("network")')" = Socket ] && ok nul_bytes_inside_lines
+check nul_bytes_inside_lines 0 "$NS" --format json "$T/nul.log"
+expect json_eq 'd["input"]["lines_unparsed"]["with_nul"]' 1
+expect json_eq 'd["subjects"][0]["facts"].get("network")' Socket
+end
 
 printf 'gpu-a17:1:1 [0] misc/socket.cc:1 NCCL WARN socketStartConnect: Connect to 10.0.0.1<1> failed : \xff\xfe bad utf8\n' >"$T/utf8.log"
-run utf8 1 "$NS" --format json "$T/utf8.log" && json_ok &&
-  "$PY" -c 'import sys; b=open(sys.argv[1],"rb").read(); b.decode("utf-8"); sys.exit(0 if b"\xef\xbf\xbd" in b else 1)' "$T/out" &&
-  ok invalid_utf8_replaced_in_json
+check invalid_utf8_replaced_in_json 1 "$NS" --format json "$T/utf8.log"
+expect is_json
+expect utf8_with_replacement
+end
 
 printf 'gpu-a17:1:1 [0] NCCL INFO Using network Socket\r\n' >"$T/crlf.log"
-run crlf 0 "$NS" --format json "$T/crlf.log" && [ "$(json_get 'd["subjects"][0]["facts"]["network"]')" = Socket ] &&
-  ok crlf
+check crlf 0 "$NS" --format json "$T/crlf.log"
+expect json_eq 'd["subjects"][0]["facts"]["network"]' Socket
+end
 
 "$PY" -c 'import sys; sys.stdout.write("x" * 100_000_000 + "\n")' >"$T/huge.log"
 cat "$GOOD" >>"$T/huge.log"
-run huge_line 1 /usr/bin/time -f '%M' -o "$T/rss" "$NS" --format json "$T/huge.log" && json_ok &&
-  [ "$(json_get 'd["input"]["lines_unparsed"]["overlong_cut"]')" = 1 ] &&
-  [ "$(json_get 'd["input"]["lines"]')" = 3 ] && [ "$(tail -1 "$T/rss")" -lt 262144 ] && ok single_100MB_line
+check single_100MB_line 1 /usr/bin/time -f '%M' -o "$T/rss" "$NS" --format json "$T/huge.log"
+expect is_json
+expect json_eq 'd["input"]["lines_unparsed"]["overlong_cut"]' 1
+expect json_eq 'd["input"]["lines"]' 3
+expect rss_below 262144
+end
 rm -f "$T/huge.log"
 
 printf 'gpu-a17:1:1 [0] NCCL INFO Using network Socket' >"$T/nonl.log"
-run no_newline 0 "$NS" --format json "$T/nonl.log" && [ "$(json_get 'd["subjects"][0]["facts"]["network"]')" = Socket ] &&
-  ok file_without_trailing_newline
+check file_without_trailing_newline 0 "$NS" --format json "$T/nonl.log"
+expect json_eq 'd["subjects"][0]["facts"]["network"]' Socket
+end
 
 : >"$T/empty.log"
-run empty_file 0 "$NS" --format json "$T/empty.log" && [ "$(json_get 'd["input"]["lines"]')" = 0 ] && ok empty_file
+check empty_file 0 "$NS" --format json "$T/empty.log"
+expect json_eq 'd["input"]["lines"]' 0
+end
 
 mkdir -p "$T/emptydir"
-run empty_dir 2 "$NS" "$T/emptydir" && grep -q 'no readable input' "$T/err" && ok empty_directory
+check empty_directory 2 "$NS" "$T/emptydir"
+expect err_has 'no readable input'
+end
 
 gzip -c "$GOOD" >"$T/full.gz"
 head -c 40 "$T/full.gz" >"$T/trunc.log.gz"
-run truncated_gz 1 "$NS" --format json "$T/trunc.log.gz" "$GOOD" && json_ok &&
-  grep -q "cannot read $T/trunc.log.gz: truncated gzip stream" "$T/err" &&
-  [ "$(json_get 'd["input"]["unreadable_files"]')" = 1 ] && ok truncated_gz
+check truncated_gz 1 "$NS" --format json "$T/trunc.log.gz" "$GOOD"
+expect is_json
+expect err_has "cannot read $T/trunc.log.gz: truncated gzip stream"
+expect json_eq 'd["input"]["unreadable_files"]' 1
+end
 
 printf '\x28\xb5\x2f\xfdgarbage-not-zstd-at-all' >"$T/corrupt.log.zst"
-run corrupt_zst 1 "$NS" --format json "$T/corrupt.log.zst" "$GOOD" && json_ok &&
-  grep -q "cannot read $T/corrupt.log.zst: corrupt zstd data" "$T/err" && ok corrupt_zst
+check corrupt_zst 1 "$NS" --format json "$T/corrupt.log.zst" "$GOOD"
+expect is_json
+expect err_has "cannot read $T/corrupt.log.zst: corrupt zstd data"
+end
 
-run missing 1 "$NS" --format json "$T/missing.log" "$GOOD" && json_ok &&
-  grep -q "^ncclscan: error: cannot read $T/missing.log: No such file or directory" "$T/err" && ok missing_file
+check missing_file 1 "$NS" --format json "$T/missing.log" "$GOOD"
+expect is_json
+expect err_has "^ncclscan: error: cannot read $T/missing.log: No such file or directory"
+end
 
 cp "$GOOD" "$T/secret.log"
 chmod 000 "$T/secret.log"
 if [ "$(id -u)" = 0 ]; then
   # root reads anything: run as nobody so the permission check is real.
   chmod 755 "$NS" 2>/dev/null
-  run denied 1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$NS" --format json "$T/secret.log" "$GOOD"
+  check permission_denied 1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$NS" --format json "$T/secret.log" "$GOOD"
 else
-  run denied 1 "$NS" --format json "$T/secret.log" "$GOOD"
-fi && json_ok && grep -q "cannot read $T/secret.log: Permission denied" "$T/err" && ok permission_denied
+  check permission_denied 1 "$NS" --format json "$T/secret.log" "$GOOD"
+fi
+expect is_json
+expect err_has "cannot read $T/secret.log: Permission denied"
+end
 
 mkdir -p "$T/loop/a"
 ln -s .. "$T/loop/a/up"
 cp "$GOOD" "$T/loop/a/x.log"
-run symlink_loop 1 "$NS" --format json "$T/loop" && json_ok && grep -q 'symbolic link loop' "$T/err" &&
-  [ "$(json_get 'd["input"]["lines"]')" = 2 ] && ok directory_symlink_loop
+check directory_symlink_loop 1 "$NS" --format json "$T/loop"
+expect is_json
+expect err_has 'symbolic link loop'
+expect json_eq 'd["input"]["lines"]' 2
+end
 
 mkfifo "$T/fifo"
 (cat "$GOOD" >"$T/fifo" &)
-run fifo_stdin 1 sh -c "'$NS' --format json < '$T/fifo'" && json_ok && [ "$(json_get 'd["input"]["lines"]')" = 2 ] &&
-  ok fifo_on_stdin
+check fifo_on_stdin 1 sh -c "'$NS' --format json < '$T/fifo'"
+expect is_json
+expect json_eq 'd["input"]["lines"]' 2
+end
 
-echo "$pass passed, $fail failed"
+finish
 [ "$fail" = 0 ]

@@ -53,6 +53,9 @@ def list_rules(binary, rule_dirs):
         rules[rid] = (kind, has_finding)
     if not rules:
         usage("`%s` listed no rules" % " ".join(cmd))
+    if not any(has_finding for _, has_finding in rules.values()):
+        # Nothing to check would read "0 passed, 0 failed" and pass.
+        usage("`%s` listed no rule with a finding" % " ".join(cmd))
     return rules
 
 

@@ -292,5 +292,56 @@ TEST(Scanner, MissingFileIsAnErrorOthersContinue) {
   EXPECT_EQ(a.inputs, 1u);
 }
 
+TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
+  TempDir dir;
+  std::string log;
+  for (int r = 0; r < 4; ++r) {
+    std::string rl = RankLog(r);
+    for (char& ch : rl) {
+      if (ch == '\n') ch = '\r';
+    }
+    log += rl;
+  }
+  std::string path = dir.Write("cr.log", log);
+  std::string lf_path = dir.Write("lf.log", RankLog(0) + RankLog(1) + RankLog(2) + RankLog(3));
+  for (size_t chunk : {64u, 512u, 1u << 17}) {
+    ScanOptions opts;
+    opts.chunk_size = chunk;
+    opts.max_line = 1024;
+    Analysis cr = Analyze(Rules(), {path}, opts);
+    Analysis lf = Analyze(Rules(), {lf_path}, opts);
+    EXPECT_EQ(cr.state->counters().lines, 55u * 4) << chunk;
+    EXPECT_EQ(cr.state->counters().overlong_lines, 0u) << chunk;
+    EXPECT_EQ(cr.state->counters().matched_lines, lf.state->counters().matched_lines) << chunk;
+    EXPECT_EQ(cr.diagnosis.headline, lf.diagnosis.headline) << chunk;
+  }
+}
+
+TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
+  TempDir dir;
+  // Cut at a fixed column in the middle of "NumelOut" (a real paste).
+  std::string wrapped =
+      "[rank4]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank 4] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, N\n"
+      "umelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.\n";
+  std::string path = dir.Write("w.log", wrapped);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->counters().wrapped_joined, 1u);
+  EXPECT_EQ(a.state->counters().lines, 2u);
+  ASSERT_GE(a.diagnosis.primary, 0);
+  const Finding& f = a.diagnosis.findings[a.diagnosis.primary];
+  EXPECT_EQ(f.rule_id, "TORCH-WATCHDOG-TIMEOUT");
+  EXPECT_EQ(f.sequence, "9387");
+  ASSERT_FALSE(f.evidence.empty());
+  EXPECT_EQ(f.evidence[0].line, 1);
+  // A complete line followed by program output is left alone.
+  std::string plain = dir.Write(
+      "p.log",
+      "[rank4]:[W430 05:09:48.828088908 Module.cpp:1] [Rank 4] a long warning line that is complete in itself and "
+      "ends in a word\nEpoch 3 step 200 loss 1.25\n");
+  Analysis b = Analyze(Rules(), {plain}, ScanOptions());
+  EXPECT_EQ(b.state->counters().wrapped_joined, 0u);
+}
+
 }  // namespace
 }  // namespace ncclscan

@@ -2,8 +2,11 @@
 """Validates ncclscan JSON output against docs/diagnosis.schema.json.
 
 usage: validate_json.py SCHEMA NCCLSCAN CORPUS_DIR
-Runs `NCCLSCAN --format json` on every case of the corpus (and on stdin input)
-and validates each document; also checks that -j1 and -j2 outputs are identical.
+Runs `NCCLSCAN --format json` on every case of the corpus (and, for a case whose
+input is one file, on that file through stdin) and validates each document; also
+checks that -j1 and -j2 outputs are identical, and that every run exits 0 or 1
+(1: findings at or above --fail-on, or unreadable input), never 2 (usage) or by a
+signal.
 """
 import json
 import os
@@ -11,6 +14,36 @@ import subprocess
 import sys
 
 import jsonschema
+
+
+def run(cmd, stdin=None):
+    """Runs cmd; returns (stdout, problem) where problem says why the exit status is wrong, or None."""
+    p = subprocess.run(cmd, input=stdin, capture_output=True)
+    if p.returncode in (0, 1):
+        return p.stdout, None
+    err = p.stderr.decode("utf-8", "replace").strip()[:300]
+    if p.returncode < 0:
+        how = "killed by signal %d" % -p.returncode
+    else:
+        how = "exit %d" % p.returncode
+    return p.stdout, "%s, want 0 or 1 (stderr: %s)" % (how, err)
+
+
+def validate(validator, name, out):
+    """Prints PASS/FAIL for one JSON document; returns 1 if it failed."""
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        print("FAIL", name, ": invalid JSON:", e)
+        return 1
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        print("FAIL", name)
+        for e in errors[:5]:
+            print("   ", "/".join(str(x) for x in e.path), ":", e.message)
+        return 1
+    print("PASS", name)
+    return 0
 
 
 def main():
@@ -22,34 +55,38 @@ def main():
     if not cases:
         print("no corpus cases under", corpus)
         return 1
-    failed = 0
+    checks = failed = 0
     for case in cases:
         logs = [os.path.join(case, n) for n in sorted(os.listdir(case))
                 if n not in ("expected.json", "SOURCE.md", "README.md")]
+        checks += 1
         outs = []
+        problems = []
         for jobs in ("1", "2"):
-            p = subprocess.run([exe, "--format", "json", "--fail-on", "never", "-j", jobs] + logs,
-                               capture_output=True)
-            outs.append(p.stdout)
-        if outs[0] != outs[1]:
+            out, problem = run([exe, "--format", "json", "--fail-on", "never", "-j", jobs] + logs)
+            outs.append(out)
+            if problem:
+                problems.append("-j%s: %s" % (jobs, problem))
+        if problems:
+            print("FAIL", case, ":", "; ".join(problems))
+            failed += 1
+        elif outs[0] != outs[1]:
             print("FAIL", case, ": -j1 and -j2 outputs differ")
             failed += 1
-            continue
-        try:
-            doc = json.loads(outs[0])
-        except ValueError as e:
-            print("FAIL", case, ": invalid JSON:", e)
-            failed += 1
-            continue
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
-        if errors:
-            failed += 1
-            print("FAIL", case)
-            for e in errors[:5]:
-                print("   ", "/".join(str(x) for x in e.path), ":", e.message)
         else:
-            print("PASS", case)
-    print(f"{len(cases) - failed} passed, {failed} failed")
+            failed += validate(validator, case, outs[0])
+        # The same input through stdin, where it is one file.
+        if len(logs) == 1 and os.path.isfile(logs[0]):
+            checks += 1
+            name = case + " (stdin)"
+            with open(logs[0], "rb") as f:
+                out, problem = run([exe, "--format", "json", "--fail-on", "never"], stdin=f.read())
+            if problem:
+                print("FAIL", name, ":", problem)
+                failed += 1
+            else:
+                failed += validate(validator, name, out)
+    print(f"{checks - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
