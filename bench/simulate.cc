@@ -1992,8 +1992,9 @@ std::string ExpectedJson(const Job& job) {
     }
     j += "}";
   }
+  // The form `ncclscan test --update` writes, so an update leaves the case byte for byte.
   j += ",\n  \"present\": " + list(present) + ",\n  \"absent\": " + list(absent) +
-       ",\n  \"max_severity\": " + (o.fault == Fault::kHealthy ? "\"info\"" : "null") + "\n}\n";
+       (o.fault == Fault::kHealthy ? ",\n  \"max_severity\": \"info\"" : "") + "\n}\n";
   return j;
 }
 

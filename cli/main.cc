@@ -195,9 +195,10 @@ int CmdTest(const std::vector<std::string>& args) {
   opts.only = only;
   opts.scan.jobs = jobs;
   opts.color = UseColor(color, 1);
-  std::string out;
-  CorpusResult r = RunCorpus(*rules, roots, opts, &out);
+  std::string out, err;
+  CorpusResult r = RunCorpus(*rules, roots, opts, &out, &err);
   std::cout << out;
+  std::cerr << err;
   if (r.errors) return kExitError;
   return r.failed ? kExitFindings : kExitOk;
 }

@@ -66,6 +66,7 @@ struct Expectation {
   };
   std::vector<Present> present;
   std::vector<std::string> absent;
+  bool has_present = false, has_absent = false;
   std::string max_severity;
   std::string status;  // verdict status (ok warn fail unknown partial), "" = not checked
   bool has_summary = false;
@@ -122,6 +123,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
   }
   simdjson::dom::array arr;
   if (root["present"].get_array().get(arr) == simdjson::SUCCESS) {
+    ex->has_present = true;
     for (auto x : arr) {
       Expectation::Present pr;
       if (x.get_string().get(s) == simdjson::SUCCESS) {
@@ -137,7 +139,10 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
     }
   }
   simdjson::dom::element a;
-  if (root["absent"].get(a) == simdjson::SUCCESS) ex->absent = Strings(a);
+  if (root["absent"].get(a) == simdjson::SUCCESS) {
+    ex->absent = Strings(a);
+    ex->has_absent = true;
+  }
   if (root["max_severity"].get_string().get(s) == simdjson::SUCCESS) ex->max_severity = std::string(s);
   if (root["status"].get_string().get(s) == simdjson::SUCCESS) ex->status = std::string(s);
   simdjson::dom::element sum;
@@ -273,36 +278,125 @@ std::string Quote(std::string_view s) {
   return out + "\"";
 }
 
-std::string WriteExpectation(const Expectation& old, const Analysis& a) {
+std::string QuotedList(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + Quote(x);
+  return "[" + out + "]";
+}
+
+// The current diagnosis as the case's new expectation, lossless: every key the
+// old expectation had is kept (with today's value), rank and host qualifiers
+// stay where the author put them, entries keep their order, and anything that
+// no longer holds (a present rule gone, an absent rule that now fires) is
+// reported in *notes rather than dropped silently. An update with nothing
+// changed rewrites the file byte for byte.
+std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vector<std::string>* notes) {
   const Diagnosis& d = a.diagnosis;
   std::string out = "{\n";
   out += "  \"description\": " + Quote(old.description) + ",\n";
-  if (d.primary >= 0) {
-    const Finding& p = d.findings[d.primary];
-    std::string hosts;
-    for (const auto& h : p.hosts) hosts += (hosts.empty() ? "" : ", ") + Quote(h);
-    out += "  \"primary\": {\"rule\": " + Quote(p.rule_id) + ", \"category\": " + Quote(p.category);
-    if (!p.ranks.empty()) out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
-    if (!p.hosts.empty()) out += ", \"hosts\": [" + hosts + "]";
-    out += "},\n";
-  } else {
-    out += "  \"primary\": null,\n";
+  // A new case's expected.json holds only a description: it takes the whole
+  // diagnosis. An existing one keeps its keys and qualifiers.
+  const bool new_case = !old.has_primary && !old.has_present && !old.has_absent;
+  if (old.has_primary || new_case) {
+    if (d.primary >= 0) {
+      const Finding& p = d.findings[d.primary];
+      // Only the qualifiers the author wrote (a case may pin the category alone).
+      std::string fields;
+      if (new_case || !old.primary_rule.empty() || old.primary_null) fields += "\"rule\": " + Quote(p.rule_id);
+      if (new_case || !old.primary_category.empty()) {
+        fields += std::string(fields.empty() ? "" : ", ") + "\"category\": " + Quote(p.category);
+      }
+      out += "  \"primary\": {" + fields;
+      if (old.primary_has_ranks || (new_case && !p.ranks.empty())) out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
+      if (old.primary_has_hosts || (new_case && !p.hosts.empty())) out += ", \"hosts\": " + QuotedList(p.hosts);
+      out += "},\n";
+      if (!new_case && !old.primary_rule.empty() && p.rule_id != old.primary_rule) {
+        notes->push_back("primary changed from " + (old.primary_null ? "null" : old.primary_rule) + " to " +
+                         p.rule_id);
+      }
+    } else {
+      out += "  \"primary\": null,\n";
+      if (!new_case && !old.primary_null) notes->push_back("primary changed from " + old.primary_rule + " to null");
+    }
   }
-  std::set<std::string> present;
+  // What Compare() counts as present: a finding of any severity; a new case
+  // lists those at warning or above.
+  std::set<std::string> firing, worth_listing;
+  std::map<std::string, std::vector<std::string>> ranks_of;  // per rule: each finding's ranks
   for (const auto& f : d.findings) {
-    if (f.severity >= Severity::kWarning) present.insert(f.rule_id);
+    firing.insert(f.rule_id);
+    if (f.severity >= Severity::kWarning) worth_listing.insert(f.rule_id);
+    ranks_of[f.rule_id].push_back(CompactRanks(f.ranks));
+  }
+  std::vector<std::string> items;
+  for (const auto& pr : old.present) {
+    if (!firing.count(pr.rule)) {
+      notes->push_back("present: " + pr.rule + " no longer fires (removed)");
+      continue;
+    }
+    if (pr.has_ranks) {
+      // As Compare(): some finding of the rule has exactly these ranks.
+      const auto& all = ranks_of[pr.rule];
+      std::string r = std::find(all.begin(), all.end(), pr.ranks) != all.end() ? pr.ranks : all.front();
+      if (r != pr.ranks) notes->push_back("present: " + pr.rule + " ranks " + pr.ranks + " -> " + r);
+      items.push_back("{\"rule\": " + Quote(pr.rule) + ", \"ranks\": " + Quote(r) + "}");
+    } else {
+      items.push_back(Quote(pr.rule));
+    }
+  }
+  if (new_case) {
+    for (const auto& r : worth_listing) items.push_back(Quote(r));
   }
   std::string list;
-  for (const auto& p : present) list += (list.empty() ? "" : ", ") + Quote(p);
+  for (const auto& x : items) list += (list.empty() ? "" : ", ") + x;
   out += "  \"present\": [" + list + "],\n";
-  list.clear();
+  std::vector<std::string> absent;
   for (const auto& p : old.absent) {
-    if (!present.count(p)) list += (list.empty() ? "" : ", ") + Quote(p);
+    if (firing.count(p)) notes->push_back("absent: " + p + " now fires (removed from absent)");
+    else absent.push_back(p);
   }
-  out += "  \"absent\": [" + list + "]";
-  if (d.primary < 0) out += ",\n  \"max_severity\": \"info\"";
-  else if (!old.max_severity.empty()) out += ",\n  \"max_severity\": " + Quote(old.max_severity);
+  out += "  \"absent\": " + QuotedList(absent);
+  Severity worst = Severity::kInfo;
+  for (const auto& f : d.findings) worst = std::max(worst, f.severity);
+  if (!old.max_severity.empty()) {
+    Severity max;
+    std::string value = old.max_severity;
+    if (!ParseSeverity(old.max_severity, &max) || worst > max) {
+      value = SeverityName(worst);
+      notes->push_back("max_severity changed from " + old.max_severity + " to " + value);
+    }
+    out += ",\n  \"max_severity\": " + Quote(value);
+  } else if (d.primary < 0) {
+    out += ",\n  \"max_severity\": " + Quote(SeverityName(worst));
+  }
   if (!old.status.empty()) out += ",\n  \"status\": " + Quote(d.status);
+  if (old.has_summary) {
+    const JobState& st = *a.state;
+    std::vector<std::string> parts;
+    if (old.sum_has_ranks) {
+      std::vector<int> ranks;
+      for (int s : st.LiveSubjects()) {
+        if (st.subjects()[s].rank >= 0) ranks.push_back(st.subjects()[s].rank);
+      }
+      parts.push_back("\"ranks\": " + Quote(CompactRanks(ranks)));
+    }
+    if (old.sum_has_hosts) {
+      std::set<std::string> h = st.Hosts();
+      parts.push_back("\"hosts\": " + QuotedList(std::vector<std::string>(h.begin(), h.end())));
+    }
+    if (old.sum_has_comms) parts.push_back(fmt::format("\"communicators\": {}", st.comms().size()));
+    if (old.sum_has_versions) {
+      std::set<std::string> v;
+      int fact = st.rules().FindFact("nccl_version");
+      for (int s : st.LiveSubjects()) {
+        if (const FactValue* fv = st.subjects()[s].Get(fact)) v.insert(fv->value);
+      }
+      parts.push_back("\"nccl_versions\": " + QuotedList(std::vector<std::string>(v.begin(), v.end())));
+    }
+    std::string sum;
+    for (const auto& x : parts) sum += (sum.empty() ? "" : ", ") + x;
+    out += ",\n  \"summary\": {" + sum + "}";
+  }
   out += "\n}\n";
   return out;
 }
@@ -318,7 +412,7 @@ std::vector<std::string> FindCases(const std::string& root) {
 }
 
 CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
-                       std::string* out) {
+                       std::string* out, std::string* err) {
   CorpusResult res;
   auto color = [&](const char* code, const std::string& s) {
     return opts.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
@@ -327,11 +421,20 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
   for (const auto& r : roots) {
     std::vector<std::string> c = FindCases(r);
     if (c.empty()) {
-      *out += "ncclscan: error: no test cases (directories with expected.json) under " + r + "\n";
+      *err += "ncclscan: error: no test cases (directories with expected.json) under " + r + "\n";
       res.errors++;
     }
     cases.insert(cases.end(), c.begin(), c.end());
   }
+  for (const auto& want : opts.only) {
+    bool known = false;
+    for (const auto& dir : cases) known |= Basename(dir) == want || dir == want;
+    if (!known) {
+      *err += "ncclscan: error: no test case named '" + want + "'\n";
+      res.errors++;
+    }
+  }
+  if (res.errors) return res;
   for (const auto& dir : cases) {
     std::string name = Basename(dir);
     if (!opts.only.empty() && std::find(opts.only.begin(), opts.only.end(), name) == opts.only.end() &&
@@ -339,9 +442,10 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
       continue;
     }
     Expectation ex;
-    std::string err;
-    if (!ParseExpectation(dir + "/expected.json", &ex, &err)) {
-      *out += color("31;1", "ERROR") + " " + dir + ": " + err + "\n";
+    std::string why;
+    if (!ParseExpectation(dir + "/expected.json", &ex, &why)) {
+      *err += "ncclscan: error: " + dir + ": " + why + "\n";
+      *out += color("31;1", "ERROR") + " " + dir + ": " + why + "\n";
       res.errors++;
       res.failed++;
       continue;
@@ -356,9 +460,18 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
     }
     Analysis a = Analyze(rules, logs, opts.scan);
     if (opts.update) {
+      std::vector<std::string> notes;
+      std::string text = WriteExpectation(ex, a, &notes);
       std::ofstream o(dir + "/expected.json", std::ios::binary | std::ios::trunc);
-      o << WriteExpectation(ex, a);
+      o << text;
+      o.close();
+      if (!o) {
+        *err += "ncclscan: error: cannot write " + dir + "/expected.json\n";
+        res.errors++;
+        continue;
+      }
       *out += color("33;1", "UPDATED") + " " + dir + "\n";
+      for (const auto& n : notes) *out += "    - " + n + "\n";
       res.updated++;
       continue;
     }

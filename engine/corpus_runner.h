@@ -38,9 +38,12 @@ struct CorpusResult {
   int errors = 0;  // cases that could not be read (bad expected.json)
 };
 
-// Appends the per-case report and the closing "N passed, N failed" line to *out.
+// Appends the per-case report and the closing "N passed, N failed" line to *out,
+// and runner errors (no cases, an unknown --case name, an unreadable
+// expected.json) to *err. `update` rewrites expected.json losslessly: every key
+// kept, what changed listed under the case.
 CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
-                       std::string* out);
+                       std::string* out, std::string* err);
 
 // Finds case directories (those holding expected.json) under root, sorted.
 std::vector<std::string> FindCases(const std::string& root);

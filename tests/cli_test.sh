@@ -26,6 +26,7 @@ PLAN=(
   version help bad_flag bad_format stdin stdin_result_independent_of_pipe_timing
   fail_on_default_error_exit_1 fail_on_never fail_on_critical markdown
   rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
+  test_unknown_case status_unknown_on_unrecognised_input
   rule_file_not_yaml rule_regex_of_catastrophic_size corpus_case_passes broken_rule_fails_with_diff
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
@@ -216,6 +217,13 @@ expect out_has 'kind:      correlation (extreme)'
 end
 check explain_unknown 2 "$NS" explain NO-SUCH-RULE
 expect err_has "no rule with id 'NO-SUCH-RULE'"
+end
+check test_unknown_case 2 "$NS" test "$ROOT/corpus" --case no-such-case
+expect err_has "no test case named 'no-such-case'"
+end
+printf 'epoch 1 loss 2.5\nall good\n' >"$T/plain.txt"
+check status_unknown_on_unrecognised_input 0 "$NS" --format json "$T/plain.txt"
+expect json_eq 'd["verdict"]["status"]' unknown
 end
 
 mkdir -p "$T/myrules"
