@@ -1,15 +1,22 @@
 // ncclscan: command-line flags and wiring only; all logic lives in engine/.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "cli/help_text.h"  // generated from cli/help.txt
 #include "engine/analyze.h"
 #include "engine/corpus_runner.h"
 #include "engine/report.h"
+#include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 
 namespace po = boost::program_options;
@@ -19,30 +26,58 @@ namespace {
 
 constexpr int kExitOk = 0, kExitFindings = 1, kExitError = 2;
 
-const char* kUsage =
-    "usage: ncclscan [OPTIONS] [PATH...]\n"
-    "       ncclscan rules (--check [DIR...] | --list) [--rules DIR]\n"
-    "       ncclscan explain RULE-ID [--rules DIR]\n"
-    "       ncclscan test [CORPUS_DIR...] [--update] [--case NAME]\n"
-    "\n"
-    "Diagnoses failed or hung distributed GPU jobs from NCCL / PyTorch / torchrun logs.\n"
-    "PATHs are files or directories (walked recursively); .gz and .zst are read\n"
-    "transparently; no PATH or '-' reads standard input.\n";
+// Every --help prints cli/help.txt, the text the man page is generated from.
+int Help() {
+  std::cout << kHelpText;
+  return kExitOk;
+}
 
-const char* kExamples =
-    "\nexamples:\n"
-    "  ncclscan logs/                          report on every log under logs/\n"
-    "  grep -r NCCL logs/ | ncclscan           diagnose grep output from stdin\n"
-    "  ncclscan --format json job/ > d.json    JSON diagnosis for a ticketing bot\n"
-    "  ncclscan --format markdown job/         a report to paste into a ticket\n"
-    "  ncclscan --fail-on warning logs/        exit 1 on warnings too\n"
-    "  ncclscan rules --check my-rules/        validate rule files without scanning\n"
-    "  ncclscan explain DIVERGENT-RANK         what a rule detects and why\n"
-    "  ncclscan test corpus/                   run the regression corpus\n"
-    "\nexit status: 0 nothing at or above --fail-on, 1 findings at or above it,\n"
-    "2 usage error, bad rules, or no readable input.\n";
+// Messages name files found by walking directories: their names reach the
+// terminal escaped like any input text.
+void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << SanitizeForTerminal(msg) << "\n"; }
 
-void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << msg << "\n"; }
+// The errno of the first failed write of a report to standard output (0: none).
+int g_stdout_errno = 0;
+
+// Writes a report to standard output; a failure (a full disk, a closed pipe)
+// is remembered and turned into exit status 2 by CheckedExit.
+void WriteReport(const std::string& s) {
+  std::cout.flush();
+  errno = 0;
+  if ((std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0) && !g_stdout_errno) {
+    g_stdout_errno = errno ? errno : EIO;
+  }
+}
+
+// The exit status once everything is written: output that silently went
+// missing must not pass for a result, so a failed write to stdout is reported
+// on stderr and exits 2, and so does a failed write to stderr (unreported).
+int CheckedExit(int rc) {
+  errno = 0;
+  std::cout.flush();
+  bool out_ok = !std::cout.fail() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!out_ok && !g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
+  if (g_stdout_errno) {
+    Error(std::string("cannot write output: ") + std::strerror(g_stdout_errno));
+    rc = kExitError;
+  }
+  std::cerr.flush();
+  if (std::cerr.fail() || std::fflush(stderr) != 0 || std::ferror(stderr)) rc = kExitError;
+  return rc;
+}
+
+// Columns to wrap the text report to: the terminal's width (COLUMNS when set,
+// else TIOCGWINSZ); 0 (no wrapping) when standard output is not a terminal.
+int TerminalWidth(int fd) {
+  if (!isatty(fd)) return 0;
+  if (const char* c = getenv("COLUMNS")) {
+    int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  struct winsize ws {};
+  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
 
 bool UseColor(const std::string& mode, int fd) {
   if (mode == "always") return true;
@@ -51,79 +86,92 @@ bool UseColor(const std::string& mode, int fd) {
   return isatty(fd) && !getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
 }
 
-std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs) {
+// `examples`: check the built-in rules' examples too (rules --check, explain);
+// a scan or a corpus run skips them (they are checked whenever user rule
+// files are loaded, and by `rules --check` and the tests of this binary).
+std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::vector<std::string>& disable = {},
+                               bool examples = true) {
   std::string errors;
   int n = 0;
-  auto rules = LoadRules(dirs, &errors, &n);
+  auto rules = LoadRules(dirs, &errors, &n, disable, examples);
   if (!rules) {
     std::cerr << errors;
-    Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in rule files; nothing was scanned");
+    Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
   }
   return rules;
 }
 
 int CmdRules(const std::vector<std::string>& args) {
-  po::options_description desc("rules options");
+  po::options_description desc;
   bool check = false, list = false;
-  std::vector<std::string> dirs, extra;
-  desc.add_options()("help,h", "show help")("check", po::bool_switch(&check), "validate rule files (built-in + DIRs)")(
-      "list", po::bool_switch(&list), "list rules")("rules", po::value(&dirs), "extra rule directory (repeatable)")(
-      "dir", po::value(&extra), "rule directory");
+  std::vector<std::string> dirs, extra, disable;
+  std::string format = "text";
+  desc.add_options()("help,h", "")("check", po::bool_switch(&check), "")("list", po::bool_switch(&list), "")(
+      "format,f", po::value(&format), "")("rules", po::value(&dirs), "")("disable", po::value(&disable), "")(
+      "dir", po::value(&extra), "");
   po::positional_options_description pos;
   pos.add("dir", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   po::notify(vm);
-  if (vm.count("help") || (!check && !list)) {
-    std::cout << "usage: ncclscan rules --check [DIR...] | --list [--rules DIR]\n" << desc;
-    return vm.count("help") ? kExitOk : kExitError;
+  if (vm.count("help")) return Help();
+  if (!check && !list) {
+    Error("rules needs --check or --list (see 'ncclscan --help')");
+    return kExitError;
+  }
+  if (format != "text" && format != "json") {
+    Error("unknown --format '" + format + "' for rules (use text or json)");
+    return kExitError;
   }
   dirs.insert(dirs.end(), extra.begin(), extra.end());
-  auto rules = Rules(dirs);
+  auto rules = Rules(dirs, disable);
   if (!rules) return kExitError;
   if (check) {
     size_t samples = 0;
     for (const auto& r : rules->rules()) samples += r.spec.match.size() + r.spec.no_match.size();
+    for (const auto& r : rules->disabled_rules()) samples += r.spec.match.size() + r.spec.no_match.size();
+    size_t off = rules->disabled_rules().size() + rules->disabled_correlations().size();
     std::cout << "ok: " << rules->rules().size() << " line rules, " << rules->correlations().size()
-              << " correlations, " << rules->facts().size() << " facts; " << samples << " sample lines checked\n";
+              << " correlations" << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", "
+              << rules->facts().size() << " facts; " << samples << " sample lines checked\n";
   }
-  if (list) {
-    for (const auto& r : rules->rules()) {
-      std::string sev = r.spec.finding.present ? SeverityName(r.spec.finding.severity) : "facts";
-      std::printf("%-32s %-8s %-8s %-11s %s\n", r.spec.id.value.c_str(), "line", sev.c_str(), r.spec.category.c_str(),
-                  r.spec.title.c_str());
-    }
-    for (const auto& c : rules->correlations()) {
-      std::printf("%-32s %-8s %-8s %-11s %s\n", c.spec.id.value.c_str(), c.spec.kind.value.c_str(),
-                  SeverityName(c.spec.finding.severity), c.spec.category.c_str(), c.spec.title.c_str());
-    }
-  }
+  if (list) std::cout << RenderRuleList(*rules, format == "json");
   return kExitOk;
 }
 
 int CmdExplain(const std::vector<std::string>& args) {
-  po::options_description desc("explain options");
+  po::options_description desc;
   std::vector<std::string> dirs, ids;
-  desc.add_options()("help,h", "show help")("rules", po::value(&dirs), "extra rule directory")("id", po::value(&ids),
-                                                                                               "rule id");
+  desc.add_options()("help,h", "")("rules", po::value(&dirs), "")("id", po::value(&ids), "");
   po::positional_options_description pos;
   pos.add("id", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   po::notify(vm);
-  if (vm.count("help") || ids.empty()) {
-    std::cout << "usage: ncclscan explain RULE-ID [--rules DIR]\n";
-    return vm.count("help") ? kExitOk : kExitError;
+  if (vm.count("help")) return Help();
+  if (ids.empty()) {
+    Error("explain needs a RULE-ID (see 'ncclscan rules --list')");
+    return kExitError;
   }
   auto rules = Rules(dirs);
   if (!rules) return kExitError;
   int rc = kExitOk;
   for (const auto& id : ids) {
-    if (const CompiledRule* r = rules->FindRule(id)) {
+    const CompiledRule* r = rules->FindRule(id);
+    const CompiledCorrelation* c = rules->FindCorrelation(id);
+    const bool off = !r && !c;  // turned off by `enabled: false` or `disable:`
+    for (const auto& d : rules->disabled_rules()) {
+      if (off && d.spec.id.value == id) r = &d;
+    }
+    for (const auto& d : rules->disabled_correlations()) {
+      if (off && d.spec.id.value == id) c = &d;
+    }
+    if (r) {
       const LineRule& s = r->spec;
       std::cout << s.id.value << ": " << s.title << "\n";
       std::cout << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
       std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
       if (s.fields.empty()) std::cout << "  pattern:   " << s.pattern.value << "\n";
       for (const auto& f : s.fields) {
         std::cout << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '"
@@ -146,11 +194,12 @@ int CmdExplain(const std::vector<std::string>& args) {
       for (const auto& ex : s.match) std::cout << "  matches:   " << ex.line.value << "\n";
       for (const auto& ex : s.no_match) std::cout << "  not:       " << ex.line.value << "\n";
       for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
-    } else if (const CompiledCorrelation* c = rules->FindCorrelation(id)) {
+    } else if (c) {
       const CorrelationRule& s = c->spec;
       std::cout << s.id.value << ": " << s.title << "\n";
       std::cout << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
       std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
       if (!s.fact.value.empty()) std::cout << "  fact:      " << s.fact.value << " over " << s.over << "\n";
       std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
                 << ", confidence " << s.finding.confidence << "\n";
@@ -167,28 +216,22 @@ int CmdExplain(const std::vector<std::string>& args) {
 }
 
 int CmdTest(const std::vector<std::string>& args) {
-  po::options_description desc("test options");
-  std::vector<std::string> dirs, roots, only;
+  po::options_description desc;
+  std::vector<std::string> dirs, roots, only, disable;
   bool update = false;
   int jobs = 0;
   std::string color = "auto";
-  desc.add_options()("help,h", "show help")("update", po::bool_switch(&update),
-                                            "write the current diagnosis as the new expectation")(
-      "case", po::value(&only), "only this case (name or path; repeatable)")("rules", po::value(&dirs),
-                                                                             "extra rule directory")(
-      "jobs,j", po::value(&jobs), "threads")("color", po::value(&color), "auto|always|never")("root", po::value(&roots),
-                                                                                            "corpus directory");
+  desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")("case", po::value(&only), "")(
+      "rules", po::value(&dirs), "")("disable", po::value(&disable), "")("jobs,j", po::value(&jobs), "")(
+      "color", po::value(&color), "")("root", po::value(&roots), "");
   po::positional_options_description pos;
   pos.add("root", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: ncclscan test [CORPUS_DIR...] [--update [--case NAME]...]\n" << desc;
-    return kExitOk;
-  }
+  if (vm.count("help")) return Help();
   if (roots.empty()) roots.push_back("corpus");
-  auto rules = Rules(dirs);
+  auto rules = Rules(dirs, disable);
   if (!rules) return kExitError;
   CorpusOptions opts;
   opts.update = update;
@@ -204,17 +247,19 @@ int CmdTest(const std::vector<std::string>& args) {
 }
 
 int CmdScan(int argc, char** argv) {
-  po::options_description desc("options");
+  // Described in cli/help.txt (printed by --help, and the man page).
+  po::options_description desc;
   int jobs = 0;
   std::string format = "text", color = "auto", fail_on = "error";
-  std::vector<std::string> rule_dirs, paths;
-  desc.add_options()("help,h", "show this help")("version", "print the version")(
-      "jobs,j", po::value(&jobs), "threads to use (default: all cores)")(
-      "format,f", po::value(&format), "text | json | markdown (default text)")(
-      "color", po::value(&color), "auto | always | never (default auto)")(
-      "fail-on", po::value(&fail_on), "info | warning | error | critical | never (default error)")(
-      "rules", po::value(&rule_dirs), "add or override rules from DIR (repeatable)")(
-      "verbose,v", "text: show info findings in full");
+  std::vector<std::string> rule_dirs, paths, disable;
+  std::string job_id;
+  desc.add_options()("job-id", po::value(&job_id), "");
+  desc.add_options()("ranks", "");  // text and markdown: the per-rank table
+  std::vector<std::string> globs;
+  desc.add_options()("glob,g", po::value(&globs), "");  // ripgrep's -g: include/exclude files (repeatable)
+  desc.add_options()("help,h", "")("version", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
+      "color", po::value(&color), "")("fail-on", po::value(&fail_on), "")("rules", po::value(&rule_dirs), "")(
+      "disable", po::value(&disable), "")("verbose,v", "");
   po::options_description hidden;
   hidden.add_options()("path", po::value(&paths));
   po::options_description all;
@@ -224,10 +269,7 @@ int CmdScan(int argc, char** argv) {
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
   po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << kUsage << "\n" << desc << kExamples;
-    return kExitOk;
-  }
+  if (vm.count("help")) return Help();
   if (vm.count("version")) {
     std::cout << "ncclscan " << ToolVersion() << "\n";
     return kExitOk;
@@ -255,23 +297,32 @@ int CmdScan(int argc, char** argv) {
     Error("no input: give log files or directories, or pipe logs on standard input (see --help)");
     return kExitError;
   }
-  auto rules = Rules(rule_dirs);
+  auto rules = Rules(rule_dirs, disable, /*examples=*/false);
   if (!rules) return kExitError;
   ScanOptions opts;
   opts.jobs = jobs;
+  for (const auto& g : globs) {
+    std::string err;
+    if (!opts.globs.Add(g, &err)) {
+      Error(err);
+      return kExitError;
+    }
+  }
   Analysis a = Analyze(*rules, paths, opts);
+  a.diagnosis.job_id = job_id;
   for (const auto& e : a.errors) Error(e);
+  ReportOptions ro;
+  ro.ranks = vm.count("ranks") > 0;
   if (format == "json") {
-    std::cout << RenderJson(*a.state, a.diagnosis);
+    WriteReport(RenderJson(*a.state, a.diagnosis));
   } else if (format == "markdown") {
-    std::cout << RenderMarkdown(*a.state, a.diagnosis);
+    WriteReport(RenderMarkdown(*a.state, a.diagnosis, ro));
   } else {
-    ReportOptions ro;
     ro.color = UseColor(color, 1);
     ro.verbose = vm.count("verbose") > 0;
-    std::cout << RenderText(*a.state, a.diagnosis, ro);
+    ro.width = TerminalWidth(1);
+    WriteReport(RenderText(*a.state, a.diagnosis, ro));
   }
-  std::cout.flush();
   if (a.inputs == 0) {
     Error("no readable input");
     return kExitError;
@@ -285,7 +336,7 @@ int CmdScan(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Dispatch(int argc, char** argv) {
   try {
     if (argc >= 2) {
       std::string cmd = argv[1];
@@ -304,4 +355,11 @@ int main(int argc, char** argv) {
     Error(std::string("internal error: ") + e.what());
     return kExitError;
   }
+}
+
+int main(int argc, char** argv) {
+  // A reader that went away (ncclscan ... | head) makes writes fail with EPIPE,
+  // reported and exit 2, instead of killing the process without a word.
+  std::signal(SIGPIPE, SIG_IGN);
+  return CheckedExit(Dispatch(argc, argv));
 }

@@ -8,9 +8,10 @@ Analysis Analyze(const RuleSet& rules, const std::vector<std::string>& paths, co
   Analysis a;
   a.state = std::make_unique<JobState>(&rules);
   std::vector<std::string> args = paths.empty() ? std::vector<std::string>{"-"} : paths;
-  std::vector<std::string> files = ExpandInputs(args, &a.errors);
+  ExpandedInputs in = ExpandInputs(args, opts.globs, &a.errors);
+  a.state->skipped() = in.skipped;  // the scan adds what content hygiene skips
   Scanner scanner(&rules, opts);
-  scanner.Scan(files, a.state.get(), [&](const std::string& msg) { a.errors.push_back(msg); });
+  scanner.Scan(in.files, a.state.get(), [&](const std::string& msg) { a.errors.push_back(msg); });
   for (const auto& f : a.state->files()) {
     if (f.error.empty() || f.bytes > 0) ++a.inputs;
   }

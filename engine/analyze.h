@@ -1,5 +1,6 @@
-// Analyze: the whole data flow for one set of inputs — expand paths, scan,
-// finalize identities, correlate, rank. The CLI and the corpus runner use it.
+// Analyze: the whole data flow for one set of inputs — expand paths (input
+// hygiene and -g globs, engine/source.h), scan, finalize identities,
+// correlate, rank. The CLI and the corpus runner use it.
 //
 // Thread-safety: each call is independent; the RuleSet is shared read-only.
 #ifndef NCCLSCAN_ENGINE_ANALYZE_H_

@@ -117,6 +117,62 @@ std::string Majority(const std::map<std::string, std::vector<int>>& by_value, st
   return best;
 }
 
+// Over hosts, when the hosts agree (or none reported the fact): values on lines that carry no
+// host (the bare NCCL <= 2.21 version banner in a combined log without labels) cannot be put on
+// a host, but a value no host shows, or two values in one such stream, still mean the job is not
+// uniform. The finding names the stream; its hosts stay unknown.
+void UnplacedValues(Ctx& x, const std::string& key, const std::map<int, const FactValue*>& values,
+                    std::map<std::string, std::vector<int>>& groups, const std::vector<int>& unplaced) {
+  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
+  const std::string hosts_value = groups.empty() ? "" : groups.begin()->first;
+  std::set<std::string> all, odd_values;
+  if (!hosts_value.empty()) all.insert(hosts_value);
+  std::vector<int> odd;
+  std::vector<const FactValue*> ev;
+  for (int s : unplaced) {
+    auto it = values.find(s);
+    if (it == values.end()) continue;
+    std::vector<std::string> vs = it->second->values;
+    if (vs.empty()) vs.push_back(ValueOf(*it->second, spec));
+    bool differs = false;
+    for (const auto& v : vs) {
+      all.insert(v);
+      if (v != hosts_value) {
+        odd_values.insert(v);
+        differs = true;
+      }
+    }
+    if (differs) {
+      odd.push_back(s);
+      ev.push_back(it->second);
+    }
+  }
+  if (all.size() < 2 || odd.empty()) return;
+  std::vector<int> majority_subjects;
+  if (!hosts_value.empty()) {
+    majority_subjects = groups[hosts_value];
+    for (int s : majority_subjects) {
+      auto it = values.find(s);
+      if (it != values.end()) {
+        ev.push_back(it->second);
+        break;  // one line of the majority for contrast
+      }
+    }
+  }
+  std::string value;
+  for (const auto& v : odd_values) value += (value.empty() ? "" : ", ") + v;
+  Finding maj;
+  FillSubjects(x.state, majority_subjects, &maj);
+  Vars vars{{"value", value},
+            {"majority", hosts_value.empty() ? "(no majority)" : hosts_value},
+            {"key", key},
+            {"majority_ranks", SubjectsText(maj)},
+            {"majority_hosts", HostsText(maj)}};
+  Finding f = x.Make(odd, vars, key + "=" + value);
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
 void Consensus(Ctx& x) {
   const FactSpec& spec = x.state.rules().facts()[x.c.fact];
   auto values = x.Values(x.c.fact);
@@ -144,11 +200,15 @@ void Consensus(Ctx& x) {
     std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
     std::map<std::string, std::vector<int>> host_subjects;
     if (x.c.spec.over == "host") {
+      std::vector<int> unplaced;  // unprefixed lines of a stream several processes share
       for (const auto& sv : val) {
-        const std::string& h = x.state.subjects()[sv.first].host;
-        if (!h.empty()) host_subjects[h].push_back(sv.first);
+        const Subject& sub = x.state.subjects()[sv.first];
+        if (!sub.host.empty()) {
+          host_subjects[sub.host].push_back(sv.first);
+        } else if (sub.rank < 0 && sub.pid < 0) {
+          unplaced.push_back(sv.first);
+        }
       }
-      if (static_cast<int>(host_subjects.size()) < x.c.spec.min_subjects) continue;
       for (const auto& hs : host_subjects) {
         std::map<std::string, std::vector<int>> hv;
         for (int s : hs.second) hv[val[s]].push_back(s);
@@ -156,6 +216,10 @@ void Consensus(Ctx& x) {
         std::string hval = Majority(hv, &note);
         auto& g = groups[hval];
         g.insert(g.end(), hs.second.begin(), hs.second.end());
+      }
+      if (groups.size() < 2 || static_cast<int>(host_subjects.size()) < x.c.spec.min_subjects) {
+        if (groups.size() < 2) UnplacedValues(x, key, kv.second, groups, unplaced);
+        continue;
       }
     } else {
       if (static_cast<int>(val.size()) < x.c.spec.min_subjects) continue;
@@ -231,14 +295,14 @@ bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
   if (cond.op == "absent") return v == nullptr;
   if (!v) return false;
   std::string val = ValueOf(*v, spec);
-  if (cond.op == "equals") return val == cond.value;
-  if (cond.op == "not_equals") return val != cond.value;
+  if (cond.op == "equals") return val == cond.value.value;
+  if (cond.op == "not_equals") return val != cond.value.value;
   if (cond.op == "matches") {
     // Validated by the loader; Latin-1 like the line rules (values are log bytes).
     RE2::Options o;
     o.set_encoding(RE2::Options::EncodingLatin1);
     o.set_log_errors(false);
-    RE2 re(cond.value, o);
+    RE2 re(cond.value.value, o);
     if (spec.merge == MergeMode::kSet) {
       for (const auto& x : v->values) {
         if (RE2::PartialMatch(x, re)) return true;
@@ -247,11 +311,23 @@ bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
     }
     return RE2::PartialMatch(val, re);
   }
+  // The loader checked that the rule's value is a number; a fact value that is
+  // not one (NCCL_IB_TIMEOUT=abc) satisfies no comparison.
   long double a, b;
-  if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value, false, &b)) return false;
+  if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value.value, false, &b)) return false;
   if (cond.op == "gt") return a > b;
   if (cond.op == "lt") return a < b;
+  if (cond.op == "ge") return a >= b;
+  if (cond.op == "le") return a <= b;
   return false;
+}
+
+// The value a condition reads on one subject: the fact, or one key of a keyed fact.
+const FactValue* ConditionValue(const Subject& sub, int fact, const Condition& cond) {
+  if (cond.key.value.empty()) return sub.Get(fact);
+  if (fact < 0 || fact >= static_cast<int>(sub.keyed.size())) return nullptr;
+  auto it = sub.keyed[fact].find(cond.key.value);
+  return it == sub.keyed[fact].end() ? nullptr : &it->second;
 }
 
 void ConditionKind(Ctx& x) {
@@ -266,7 +342,7 @@ void ConditionKind(Ctx& x) {
     for (size_t k = 0; k < x.c.spec.where.size() && all; ++k) {
       int fact = x.c.where_facts[k];
       const FactSpec& spec = x.state.rules().facts()[fact];
-      const FactValue* v = sub.Get(fact);
+      const FactValue* v = ConditionValue(sub, fact, x.c.spec.where[k]);
       if (!Holds(x.c.spec.where[k], v, spec)) all = false;
       if (k == 0) first = v;
     }
@@ -356,6 +432,38 @@ void Extreme(Ctx& x) {
   }
   std::set<int> reporters;
   for (const auto& kv : values) for (const auto& sv : kv.second) reporters.insert(sv.first);
+  // A silent subject whose own NCCL trace shows it issued as many collectives as the
+  // reporters did (last_opcount on every communicator it shares with them, against their
+  // most common value) reached the collective they hang in: it was cut off (stopped by its
+  // launcher after a sibling failed, its log cut short), not behind.
+  const int progress = x.state.rules().FindFact("last_opcount");
+  auto caught_up = [&](const Subject& sub) {
+    if (progress < 0 || progress >= static_cast<int>(sub.keyed.size())) return false;
+    const bool hex = x.state.rules().facts()[progress].hex;
+    int shared = 0;
+    for (const auto& mine : sub.keyed[progress]) {
+      std::map<long double, int> theirs;  // value -> reporters
+      for (int r : reporters) {
+        const auto& rk = x.state.subjects()[r].keyed;
+        if (progress >= static_cast<int>(rk.size())) continue;
+        auto it = rk[progress].find(mine.first);
+        long double v;
+        if (it != rk[progress].end() && ParseNumber(it->second.value, hex, &v)) theirs[v]++;
+      }
+      long double m, common = 0;
+      int best = 0;
+      for (const auto& t : theirs) {
+        if (t.second > best) {
+          best = t.second;
+          common = t.first;
+        }
+      }
+      if (best == 0 || !ParseNumber(mine.second.value, hex, &m)) continue;
+      if (m < common) return false;
+      ++shared;
+    }
+    return shared > 0;
+  };
   for (const auto& kv : values) {
     std::vector<int> silent;
     if (x.c.spec.silent_is_behind && kv.first == main_key) {
@@ -363,6 +471,7 @@ void Extreme(Ctx& x) {
         const Subject& sub = x.state.subjects()[s];
         if (sub.rank < 0 || reporters.count(s)) continue;
         if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
+        if (caught_up(sub)) continue;
         silent.push_back(s);
       }
     }
@@ -372,7 +481,12 @@ void Extreme(Ctx& x) {
       long double v;
       if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
       by_value[v].push_back(sv.first);
-      text[v] = sv.second->value;
+      // NCCL prints opCounts in hex without a prefix: "opCount 27" is 39 ops.
+      // Say both, "39 (0x27)", so the explanation cannot be misread.
+      const std::string& raw = sv.second->value;
+      text[v] = spec.hex && v >= 0 && v < 1.8e19L
+                    ? fmt::format("{} (0x{})", static_cast<uint64_t>(v), StartsWith(raw, "0x") ? raw.substr(2) : raw)
+                    : raw;
     }
     size_t total = silent.size();
     for (const auto& bv : by_value) total += bv.second.size();

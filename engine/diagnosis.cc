@@ -4,6 +4,9 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <map>
 
 namespace ncclscan {
 
@@ -86,7 +89,9 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.count = acc.count;
     f.group = acc.group;
     f.first = acc.first;
+    f.last = acc.last;
     f.result = acc.result;
+    f.owner = r.spec.finding.owner.value;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) {
@@ -105,6 +110,71 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
 }
 
 int RoleOrder(Role r) { return r == Role::kRoot ? 0 : (r == Role::kContext ? 1 : 2); }
+
+// The key fields of a finding without what differs between reruns of one
+// incident: the job's host names, IP addresses, ports, pointers and pids.
+std::string NormaliseKey(std::string key, const std::set<std::string>& hosts) {
+  static const RE2 kIpv4(R"(\b\d{1,3}(?:\.\d{1,3}){3}\b)");
+  static const RE2 kIpv6(R"((?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[\w.-]+)?)");
+  static const RE2 kHex(R"((?i)\b0x[0-9a-f]+\b)");
+  static const RE2 kPort(R"(<\d+>)");
+  static const RE2 kHostPid(R"(\b[\w.-]+:\d+:\d+\b)");
+  for (const auto& h : hosts) {
+    if (h.size() < 2) continue;
+    for (size_t p = key.find(h); p != std::string::npos; p = key.find(h, p + 6)) key.replace(p, h.size(), "<host>");
+  }
+  RE2::GlobalReplace(&key, kHostPid, "<proc>");
+  RE2::GlobalReplace(&key, kIpv4, "<ip>");
+  RE2::GlobalReplace(&key, kIpv6, "<ip>");
+  RE2::GlobalReplace(&key, kHex, "<hex>");
+  RE2::GlobalReplace(&key, kPort, "<port>");
+  return key;
+}
+
+// Who owns the fix when a rule does not say (`finding.owner`), by category.
+std::string DefaultOwner(const std::string& category) {
+  static const std::map<std::string, std::string> kOwner = {
+      {"ib", "fabric"},           {"connection", "fabric"},      {"bootstrap", "fabric"},
+      {"transport", "node-config"}, {"gdr", "node-config"},      {"p2p", "node-config"},
+      {"env", "node-config"},     {"version", "node-config"},    {"topology", "node-config"},
+      {"config", "node-config"},  {"cuda", "gpu-hardware"},      {"oom", "application"},
+      {"timeout", "application"}, {"desync", "application"},     {"elastic", "launcher"},
+      {"identity", "launcher"},   {"init", "library"}};
+  auto it = kOwner.find(category);
+  return it == kOwner.end() ? "library" : it->second;
+}
+
+// Findings of one rule with one fingerprint are one problem: subjects, counts
+// and evidence (capped) are pooled into the first, which keeps its text.
+void MergeSameProblem(std::vector<Finding>* fs) {
+  std::map<std::string, size_t> seen;
+  std::vector<Finding> out;
+  for (auto& f : *fs) {
+    auto it = seen.find(f.rule_id + "|" + f.fingerprint);
+    if (it == seen.end()) {
+      seen.emplace(f.rule_id + "|" + f.fingerprint, out.size());
+      out.push_back(std::move(f));
+      continue;
+    }
+    Finding& into = out[it->second];
+    std::set<int> ranks(into.ranks.begin(), into.ranks.end());
+    ranks.insert(f.ranks.begin(), f.ranks.end());
+    into.ranks.assign(ranks.begin(), ranks.end());
+    std::set<std::string> hosts(into.hosts.begin(), into.hosts.end()), others(into.others.begin(), into.others.end());
+    hosts.insert(f.hosts.begin(), f.hosts.end());
+    others.insert(f.others.begin(), f.others.end());
+    into.hosts.assign(hosts.begin(), hosts.end());
+    into.others.assign(others.begin(), others.end());
+    into.count += f.count;
+    for (auto& e : f.evidence) {
+      if (into.evidence.size() < kMaxEvidencePerFinding) into.evidence.push_back(std::move(e));
+    }
+    if (into.result.empty()) into.result = f.result;
+    if (f.first.file >= 0 && (into.first.file < 0 || SeenBefore(f.first, into.first))) into.first = f.first;
+    if (f.last.file >= 0 && (into.last.file < 0 || SeenBefore(into.last, f.last))) into.last = f.last;
+  }
+  *fs = std::move(out);
+}
 
 }  // namespace
 
@@ -138,11 +208,27 @@ Diagnosis Diagnose(const JobState& state) {
     }
   }
 
+  // Fingerprint = the problem, not the run: rule, role, category and the
+  // finding's key fields with host names, addresses, ports and pointers blanked.
+  // Never ranks, paths, pids or times. Findings of one rule whose keys meet
+  // after that are one finding.
+  const std::set<std::string> job_hosts = state.Hosts();
   for (auto& f : fs) {
-    std::string key = f.rule_id + "|" + f.group + "|" + CompactRanks(f.ranks) + "|";
-    for (const auto& h : f.hosts) key += h + ",";
-    for (const auto& o : f.others) key += o + ",";
-    f.fingerprint = fmt::format("{:016x}", Fnv1a(key));
+    f.fingerprint = fmt::format(
+        "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + f.category + "|" + NormaliseKey(f.group, job_hosts)));
+  }
+  MergeSameProblem(&fs);
+  for (auto& f : fs) {
+    if (f.owner.empty()) f.owner = DefaultOwner(f.category);
+    // Suspects: a correlation names them; a line finding suspects the ranks
+    // that printed it, unless it is a victim's report (timeouts, cascades).
+    if (f.kind != "line" || (f.role != Role::kCascade && f.category != "timeout")) {
+      f.suspect_ranks = f.ranks;
+      f.suspect_hosts = f.hosts;
+    }
+    std::string inst = f.fingerprint + "|" + CompactRanks(f.suspect_ranks) + "|";
+    for (const auto& h : f.suspect_hosts) inst += h + ",";
+    f.instance = fmt::format("{:016x}", Fnv1a(inst));
   }
 
   std::sort(fs.begin(), fs.end(), [](const Finding& a, const Finding& b) {
@@ -160,6 +246,7 @@ Diagnosis Diagnose(const JobState& state) {
     if (fs[i].severity > worst) worst = fs[i].severity;
     if (d.primary < 0 && fs[i].severity >= Severity::kWarning) d.primary = static_cast<int>(i);
   }
+  if (d.primary >= 0) fs[d.primary].primary = true;
   d.status = worst >= Severity::kError ? "fail" : (worst >= Severity::kWarning ? "warn" : "ok");
   // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
   // launcher output. Unreadable inputs make a clean result partial.

@@ -34,7 +34,14 @@ struct Finding {
   std::string fingerprint;
   std::vector<std::string> explained_by;
   Seen first;
-  std::string result;  // ncclResult_t named by the return-code chain after the WARN ("" if none)
+  Seen last;
+  std::string result;
+  // Ticket fields (DESIGN.md §8).
+  bool primary = false;
+  std::string owner;                 // fabric | gpu-hardware | node-config | application | launcher | library
+  std::vector<int> suspect_ranks;    // who is believed responsible
+  std::vector<std::string> suspect_hosts;
+  std::string instance;              // fingerprint + suspects: one ticket per culprit  // ncclResult_t named by the return-code chain after the WARN ("" if none)
 };
 
 struct Diagnosis {
@@ -45,6 +52,7 @@ struct Diagnosis {
   // wrong in what was read, but some input could not be read.
   std::string status;
   std::string headline;
+  std::string job_id;             // --job-id, echoed in the JSON
 };
 
 Diagnosis Diagnose(const JobState& state);

@@ -40,6 +40,43 @@ int JobState::AddFile(const std::string& path) {
 
 namespace {
 
+// Distinct grep-prefix file names kept; past it, evidence cites the scanned file.
+constexpr size_t kMaxOrigins = 1 << 16;
+
+// Whether a grep -H -n prefix is a place to cite. The wrapper parser also takes
+// a source location at the start of a line ("/site-packages/x.py:123: UserWarning")
+// for one; citing that as where the log line came from would mislead.
+bool CitableOrigin(std::string_view file, int64_t line) {
+  if (file.empty() || line < 1) return false;
+  for (std::string_view ext : {".py", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".pyx"}) {
+    if (EndsWith(file, ext)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string JobState::CitedPath(const Evidence& e, std::string_view none) const {
+  if (e.origin >= 0) return origins_[e.origin];
+  return e.file >= 0 ? files_[e.file].path : std::string(none);
+}
+
+void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
+  e->origin = -1;
+  e->origin_line = 0;
+  if (!CitableOrigin(ev.origin_file, ev.origin_line)) return;
+  auto it = origin_index_.find(ev.origin_file);
+  if (it == origin_index_.end()) {
+    if (origins_.size() >= kMaxOrigins) return;
+    origins_.emplace_back(ev.origin_file);
+    it = origin_index_.emplace(origins_.back(), static_cast<int>(origins_.size()) - 1).first;
+  }
+  e->origin = it->second;
+  e->origin_line = ev.origin_line;
+}
+
+namespace {
+
 std::string ProcessKey(std::string_view host, int64_t pid) {
   std::string k = "P ";
   k.append(host.data(), host.size());
@@ -47,13 +84,13 @@ std::string ProcessKey(std::string_view host, int64_t pid) {
   return k;
 }
 
+}  // namespace
+
 bool SeenBefore(const Seen& a, const Seen& b) {
   if (a.time >= 0 && b.time >= 0 && a.time != b.time) return a.time < b.time;
   if (a.file != b.file) return a.file < b.file;
   return a.line < b.line;
 }
-
-}  // namespace
 
 bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_view current) {
   switch (spec.merge) {
@@ -180,7 +217,13 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   if (!line.host.empty() && line.pid >= 0) {
     int s = ProcessSubject(line.host, line.pid);
     Subject& sub = subjects_[s];
+    if (!line.host_hint.empty() && line.host_hint != line.host) {
+      auto h = hint_hosts_.find(line.host_hint);
+      if (h == hint_hosts_.end()) h = hint_hosts_.try_emplace(std::string(line.host_hint)).first;
+      h->second[sub.host] += weight;
+    }
     if (line.rank_hint >= 0) sub.rank_hints[line.rank_hint] += weight;
+    if (line.dev >= 0 && line.dev < 64) sub.devices |= uint64_t{1} << line.dev;
     if (f.path_rank >= 0) sub.rank_hints[f.path_rank] += weight;
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
     return s;
@@ -194,17 +237,25 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
     int s = RankSubject(rank);
     Subject& sub = subjects_[s];
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-    if (sub.host.empty() && !line.host_hint.empty()) sub.host = std::string(line.host_hint);
+    if (sub.host.empty() && !line.host_hint.empty()) {
+      sub.host = std::string(line.host_hint);
+      sub.host_from_hint = true;
+    }
     return s;
   }
   if (!f.path_host.empty() && f.path_pid >= 0) return ProcessSubject(f.path_host, f.path_pid);
+  // One per wrapper label: a kubectl dump interleaves the unprefixed lines of several pods.
   std::string key = "F " + std::to_string(file);
+  if (!line.host_hint.empty()) key.append(" ").append(line.host_hint);
   auto it = subject_index_.find(key);
   if (it != subject_index_.end()) return it->second;
   Subject s;
   s.label = f.path;
   s.files.push_back(file);
-  if (!line.host_hint.empty()) s.host = std::string(line.host_hint);
+  if (!line.host_hint.empty()) {
+    s.host = std::string(line.host_hint);
+    s.host_from_hint = true;
+  }
   s.facts.resize(rules_->facts().size());
   s.has_fact.resize(rules_->facts().size());
   s.keyed.resize(rules_->facts().size());
@@ -239,7 +290,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   }
   fv->count += count;
   const bool take = fresh || MergeReplaces(spec, value, fv->value);
-  switch (spec.merge) {
+  // Unprefixed lines of a stream several processes may share all land on one subject: it
+  // keeps every value a first/last fact took, since they can come from different processes.
+  const bool stream = s->rank < 0 && s->pid < 0 && (spec.merge == MergeMode::kFirst || spec.merge == MergeMode::kLast);
+  switch (stream ? MergeMode::kSet : spec.merge) {
     case MergeMode::kSet: {
       auto it = std::lower_bound(fv->values.begin(), fv->values.end(), value);
       if ((it == fv->values.end() || *it != value) && fv->values.size() < kMaxSetValues) {
@@ -256,6 +310,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   if (take) {
     if (spec.merge != MergeMode::kCount) fv->value.assign(value.data(), value.size());
     ev.CopyTo(&fv->evidence);
+    Cite(ev, &fv->evidence);
     fv->seen = ev.seen();
   }
 }
@@ -276,7 +331,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
   int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
 
-  const EvidenceRef ev{file, line_no, line.text, line.time};
+  EvidenceRef ev{file, line_no, line.text, line.time};
+  ev.origin_file = line.src_file;
+  ev.origin_line = line.src_line;
   const Seen seen = ev.seen();
 
   std::string b1, b2;
@@ -370,16 +427,22 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       LineFindingAcc acc;
       acc.rule = rule_idx;
       acc.group = group;
+      // Values quoted in the explanation are bounded (kMaxCaptureText, cut
+      // between characters); the group above keeps them whole.
+      auto bounded = [](std::string v) {
+        if (v.size() > kMaxCaptureText) v = std::string(CutUtf8(v, kMaxCaptureText - 3)) + "...";
+        return v;
+      };
       for (size_t i = 1; i < r.capture_names.size(); ++i) {
         if (r.capture_names[i].empty()) continue;
         std::string v;
         var(r.capture_names[i], &v);
-        acc.vars[r.capture_names[i]] = v;
+        acc.vars[r.capture_names[i]] = bounded(std::move(v));
       }
       for (const auto& lk : r.lookups) {
         std::string v;
         var(lk.name, &v);
-        acc.vars[lk.name] = v;
+        acc.vars[lk.name] = bounded(std::move(v));
       }
       acc.first = seen;
       it = line_findings_.emplace(key, std::move(acc)).first;
@@ -390,8 +453,10 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     if (acc.evidence.size() < kMaxEvidencePerFinding) {
       acc.evidence.emplace_back();
       ev.CopyTo(&acc.evidence.back());
+      Cite(ev, &acc.evidence.back());
     }
     if (SeenBefore(seen, acc.first)) acc.first = seen;
+    if (acc.count == 1 || SeenBefore(acc.last, seen)) acc.last = seen;
     if (line.level == NcclLevel::kWarn) {
       if (open_warn_.size() <= static_cast<size_t>(si)) open_warn_.resize(si + 1);
       open_warn_[si] = key;
@@ -421,6 +486,7 @@ void JobState::MergeSubject(int from, int into) {
   a.merged_into = into;
   if (b.host.empty()) b.host = a.host;
   if (b.pid < 0) b.pid = a.pid;
+  b.devices |= a.devices;
   for (int f : a.files) {
     if (std::find(b.files.begin(), b.files.end(), f) == b.files.end()) b.files.push_back(f);
   }
@@ -443,6 +509,16 @@ void JobState::MergeSubject(int from, int into) {
 }
 
 void JobState::Finalize() {
+  // A wrapper's label (kubectl pod) that only ever prefixed the lines of processes printing
+  // one host name is that host: its unprefixed lines (PyTorch, torchrun) belong there too.
+  for (auto& sub : subjects_) {
+    if (!sub.host_from_hint) continue;
+    auto h = hint_hosts_.find(sub.host);
+    if (h != hint_hosts_.end() && h->second.size() == 1) {
+      sub.host = h->second.begin()->first;
+      sub.host_from_hint = false;
+    }
+  }
   // 0. Two machines can share a host name (default images: "ubuntu"); when the
   // processes of one name bootstrap from different addresses, keep them apart.
   std::map<std::string, std::set<std::string>> addrs_of_host;
@@ -520,6 +596,22 @@ void JobState::Finalize() {
     } else if (it->second != static_cast<int>(i)) {
       MergeSubject(static_cast<int>(i), it->second);
     }
+  }
+  // 2b. torchrun --log-dir writes each worker's output to its own attempt_k/<local_rank>/
+  // {stdout,stderr}.log: when the identified lines of such a file all come from one process,
+  // its unprefixed lines (the bare NCCL version banner of <= 2.21) are that process's too.
+  std::map<int, std::set<int>> writers;  // file -> live subjects with a process or rank
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    const Subject& s = subjects_[i];
+    if (s.merged_away || (s.rank < 0 && s.pid < 0)) continue;
+    for (int f : s.files) writers[f].insert(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    const Subject& s = subjects_[i];
+    if (s.merged_away || s.rank >= 0 || s.pid >= 0 || s.files.size() != 1) continue;
+    if (files_[s.files[0]].path_local_rank < 0) continue;
+    auto w = writers.find(s.files[0]);
+    if (w != writers.end() && w->second.size() == 1) MergeSubject(static_cast<int>(i), *w->second.begin());
   }
   // 3. Labels; comm membership follows merges.
   for (auto& s : subjects_) {

@@ -17,13 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/source.h"
 #include "parsers/parsed_line.h"
+#include "parsers/text_util.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
 
 inline constexpr size_t kMaxEvidencePerFinding = 5;
 inline constexpr size_t kMaxEvidenceText = 512;
+// A value captured from a line and interpolated into an explanation: a rule's
+// capture can span most of a line, and an explanation quotes several.
+inline constexpr size_t kMaxCaptureText = 512;
 inline constexpr size_t kMaxSetValues = 64;
 inline constexpr size_t kMaxIdentityConflicts = 100;
 
@@ -32,6 +37,10 @@ struct Evidence {
   int64_t line = 0;   // 1-based line number in that file
   std::string text;
   double time = -1;
+  // The file and line a grep -H -n prefix named (an index into JobState's
+  // origins), -1 if none: reports cite those (JobState::CitedPath / CitedLine).
+  int origin = -1;
+  int64_t origin_line = 0;
 };
 
 // Where a value was seen, for ordering "first" across ranks.
@@ -41,16 +50,23 @@ struct Seen {
   int64_t line = 0;
 };
 
+// Whether a was seen before b: by timestamp when both have one, else by file and line.
+bool SeenBefore(const Seen& a, const Seen& b);
+
 // A not-yet-copied Evidence, so values that are merged away cost no copy.
 struct EvidenceRef {
   int file = -1;
   int64_t line = 0;
   std::string_view text;  // the whole line; CopyTo keeps kMaxEvidenceText bytes
   double time = -1;
+  // A grep -H -n prefix's file and line (ParsedLine::src_file / src_line),
+  // cited by reports; ordering ("first") stays by file and line, see seen().
+  std::string_view origin_file;
+  int64_t origin_line = -1;
   void CopyTo(Evidence* e) const {
     e->file = file;
     e->line = line;
-    std::string_view t = text.substr(0, kMaxEvidenceText);
+    std::string_view t = CutUtf8(text, kMaxEvidenceText);  // never half a character
     e->text.assign(t.data(), t.size());
     e->time = time;
   }
@@ -75,12 +91,14 @@ struct Subject {
   int rank = -1;                     // resolved global rank (-1 unknown)
   std::string label;                 // "rank 3" or "host:pid" when rank unknown
   std::vector<int> files;
+  uint64_t devices = 0;              // bit d: a matched line of it carried the NCCL header's [d] (d < 64)
   std::map<int, int> rank_hints;     // hinted global rank -> lines
   std::vector<FactValue> facts;      // by fact index (unkeyed)
   std::vector<bool> has_fact;
   std::vector<std::map<std::string, FactValue, std::less<>>> keyed;  // by fact index
   bool merged_away = false;
   int merged_into = -1;
+  bool host_from_hint = false;       // host is a wrapper's label (kubectl pod, pdsh host), not the process's own
 
   // Unkeyed or keyed: does this subject carry the fact at all?
   bool Has(int fact) const {
@@ -112,7 +130,7 @@ struct FileInfo {
   std::string path;
   uint64_t bytes = 0;
   uint64_t lines = 0;
-  std::string error;                 // non-empty: could not be read (fully)
+  std::string error;                 // non-empty: why it could not be read (fully), e.g. "Permission denied"
   int path_rank = -1;
   int path_local_rank = -1;
   std::string path_host;
@@ -127,6 +145,7 @@ struct LineFindingAcc {
   std::vector<Evidence> evidence;
   int64_t count = 0;
   Seen first;
+  Seen last;
   std::string result;                // the ncclResult_t of the return-code chain that followed
 };
 
@@ -151,6 +170,16 @@ class JobState {
   int AddFile(const std::string& path);
   FileInfo& file(int i) { return files_[i]; }
   const std::vector<FileInfo>& files() const { return files_; }
+
+  // Inputs that hygiene left out, and walk errors (engine/source.h).
+  SkippedInputs& skipped() { return skipped_; }
+  const SkippedInputs& skipped() const { return skipped_; }
+
+  // Where evidence is cited: the original file and line when the input line
+  // carried a grep -H -n prefix ("orig.log:120", not "<stdin>:5"), else the
+  // scanned file and line. `none` when the evidence has no file.
+  std::string CitedPath(const Evidence& e, std::string_view none = "") const;
+  int64_t CitedLine(const Evidence& e) const { return e.origin >= 0 ? e.origin_line : e.line; }
 
   // A line of `file` with an NCCL header from host:pid (registers the process).
   void NoteProcess(int file, std::string_view host, int64_t pid);
@@ -194,10 +223,16 @@ class JobState {
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
                const EvidenceRef& ev);
   void MergeSubject(int from, int into);
+  // Sets e's origin from ev's (after ev.CopyTo(e)), interning the file name.
+  void Cite(const EvidenceRef& ev, Evidence* e);
   void NoteConflict(const std::string& msg);
 
   const RuleSet* rules_;
   std::vector<FileInfo> files_;
+  SkippedInputs skipped_;
+  // Files named by grep prefixes, each name once (at most kMaxOrigins).
+  std::vector<std::string> origins_;
+  std::map<std::string, int, std::less<>> origin_index_;
   std::vector<Subject> subjects_;
   std::map<std::string, int, std::less<>> subject_index_;  // "P host:pid" / "R n" / "F file"
   std::map<std::string, CommInfo> comms_;                   // by commId
@@ -208,6 +243,8 @@ class JobState {
   std::map<std::string, LineFindingAcc> line_findings_;     // by rule id + group
   std::vector<int> previous_subject_;                       // per file: last capture subject
   int last_process_ = -1;                                   // cache for ProcessSubject
+  // Wrapper label (kubectl pod, pdsh host) -> host names the labelled processes print themselves -> lines.
+  std::map<std::string, std::map<std::string, int64_t>, std::less<>> hint_hosts_;
   std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
   // Per subject: the finding of its last WARN line whose return-code chain

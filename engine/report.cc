@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "engine/markdown_escape.h"
 #include "parsers/text_util.h"
 
 #ifndef NCCLSCAN_VERSION
@@ -87,12 +88,35 @@ void WriteFactValue(Json* j, const FactSpec& spec, const FactValue& v) {
   }
 }
 
+// input.skipped and input.walk_errors (engine/source.h: SkippedInputs).
+void WriteSkipped(Json* j, const SkippedInputs& sk) {
+  j->Key("skipped");
+  j->BeginObject();
+  for (const char* reason : {kSkipNotALog, kSkipBinary, kSkipDuplicate}) {
+    auto it = sk.count.find(reason);
+    j->Key(reason);
+    j->UInt(it == sk.count.end() ? 0 : it->second);
+  }
+  j->Key("paths");
+  j->BeginArray();
+  for (const auto& p : sk.paths) {
+    j->BeginObject();
+    j->KV("path", p.second);
+    j->KV("reason", p.first);
+    j->EndObject();
+  }
+  j->EndArray();
+  j->EndObject();
+  j->Key("walk_errors");
+  j->UInt(sk.walk_errors);
+}
+
 void WriteEvidence(Json* j, const JobState& st, const std::vector<Evidence>& ev) {
   j->BeginArray();
   for (const auto& e : ev) {
     j->BeginObject();
-    j->KV("file", e.file >= 0 ? st.files()[e.file].path : "");
-    j->KVInt("line", e.line);
+    j->KV("file", st.CitedPath(e));  // a grep -H -n prefix's file and line when there was one
+    j->KVInt("line", st.CitedLine(e));
     j->KV("text", e.text);
     j->EndObject();
   }
@@ -108,6 +132,25 @@ std::string HumanBytes(uint64_t b) {
     ++u;
   }
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// Seconds since Jan 1 of an unknown year as "MM-DD HH:MM:SS.mmm" (log
+// timestamps rarely carry the year; the month and day do).
+std::string SeenTime(double t) {
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int64_t ms = static_cast<int64_t>(t * 1000 + 0.5);
+  int64_t day = ms / 86400000;
+  ms %= 86400000;
+  int month = 0;
+  while (month < 11 && day >= kDays[month]) day -= kDays[month++];
+  return fmt::format("{:02}-{:02} {:02}:{:02}:{:02}.{:03}", month + 1, day + 1, ms / 3600000, ms / 60000 % 60,
+                     ms / 1000 % 60, ms % 1000);
+}
+
+// A field of a report at most kMaxFieldText bytes long, cut between characters.
+std::string Bounded(std::string_view s) {
+  if (s.size() <= kMaxFieldText) return std::string(s);
+  return std::string(CutUtf8(s, kMaxFieldText - 3)) + "...";
 }
 
 std::string WithCommas(uint64_t v) {
@@ -128,6 +171,14 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.KV("name", "ncclscan");
   j.KV("version", ToolVersion());
   j.EndObject();
+  j.Key("ruleset");
+  j.BeginObject();
+  j.KVInt("rules", static_cast<int64_t>(st.rules().rules().size() + st.rules().correlations().size()));
+  j.KV("hash", st.rules().content_hash());
+  j.EndObject();
+  j.Key("job_id");
+  if (d.job_id.empty()) j.Null();
+  else j.String(d.job_id);
 
   j.Key("input");
   j.BeginObject();
@@ -229,6 +280,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.BeginArray();
   for (const auto& s : st.identity_conflicts()) j.String(s);
   j.EndArray();
+  WriteSkipped(&j, st.skipped());
   j.EndObject();  // input
 
   // Per-subject facts (ranks first).
@@ -268,7 +320,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.Key("verdict");
   j.BeginObject();
   j.KV("status", d.status);
-  j.KV("headline", d.headline);
+  j.KV("headline", Bounded(d.headline));
   if (d.primary >= 0) {
     j.KV("primary", d.findings[d.primary].rule_id);
     j.KV("primary_fingerprint", d.findings[d.primary].fingerprint);
@@ -282,7 +334,13 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
 
   j.Key("findings");
   j.BeginArray();
-  for (const Finding& f : d.findings) {
+  size_t findings_omitted = 0;  // past kMaxJsonFindings (ranked: the least important)
+  for (size_t fi = 0; fi < d.findings.size(); ++fi) {
+    const Finding& f = d.findings[fi];
+    if (fi >= kMaxJsonFindings && static_cast<int>(fi) != d.primary) {
+      ++findings_omitted;
+      continue;
+    }
     j.BeginObject();
     j.KV("rule", f.rule_id);
     j.KV("kind", f.kind);
@@ -291,8 +349,8 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.Key("confidence");
     j.Double(f.confidence);
     j.KV("role", RoleName(f.role));
-    j.KV("title", f.title);
-    j.KV("explanation", f.explanation);
+    j.KV("title", Bounded(f.title));
+    j.KV("explanation", Bounded(f.explanation));
     j.KV("ranks", CompactRanks(f.ranks));
     j.Key("hosts");
     j.BeginArray();
@@ -313,7 +371,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.KVInt("count", f.count);
     j.Key("evidence");
     WriteEvidence(&j, st, f.evidence);
-    j.KV("remediation", f.remediation);
+    j.KV("remediation", Bounded(f.remediation));
     j.Key("references");
     j.BeginArray();
     for (const auto& r : f.references) j.String(r);
@@ -325,10 +383,33 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.Key("nccl_result");
     if (f.result.empty()) j.Null();
     else j.String(f.result);
+    j.Key("primary");
+    j.Bool(f.primary);
+    j.KV("owner", f.owner);
+    for (auto [name, who_ranks, who_hosts] :
+         {std::tuple<const char*, const std::vector<int>*, const std::vector<std::string>*>{
+              "suspects", &f.suspect_ranks, &f.suspect_hosts},
+          {"reporters", &f.ranks, &f.hosts}}) {
+      j.Key(name);
+      j.BeginObject();
+      j.KV("ranks", CompactRanks(*who_ranks));
+      j.Key("hosts");
+      j.BeginArray();
+      for (const auto& h : *who_hosts) j.String(h);
+      j.EndArray();
+      j.EndObject();
+    }
+    for (auto [name, seen] : {std::pair<const char*, const Seen*>{"first_seen", &f.first}, {"last_seen", &f.last}}) {
+      j.Key(name);
+      if (seen->time < 0) j.Null();
+      else j.String(SeenTime(seen->time));
+    }
+    j.KV("instance", f.instance);
     j.KV("fingerprint", f.fingerprint);
     j.EndObject();
   }
   j.EndArray();
+  j.KVInt("findings_omitted", static_cast<int64_t>(findings_omitted));
   j.EndObject();
   j.str() += '\n';
   return j.str();
@@ -396,124 +477,444 @@ std::string InputLine(const JobState& st) {
   return out;
 }
 
+// Columns a line of (sanitized) text takes at a terminal: one per character.
+size_t Columns(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// `text` (one line, already made safe) laid out in lines of at most `width`
+// columns: the first line continues at column `first_col`, the next ones
+// start with `indent` spaces. Breaks at spaces; a word wider than a line is
+// broken between two characters. width 0: unchanged (not a terminal).
+std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, int width) {
+  if (width <= 0) return std::string(text);
+  const size_t w = std::max(static_cast<size_t>(width), indent + 20);
+  std::string out;
+  size_t col = first_col;
+  bool line_start = true;  // nothing written on this line yet
+  auto newline = [&] {
+    out += '\n';
+    out.append(indent, ' ');
+    col = indent;
+    line_start = true;
+  };
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view word = text.substr(pos, end - pos);
+    size_t cols = Columns(word);
+    if (!line_start) {
+      if (col + 1 + cols > w && cols > 0)
+        newline();
+      else {
+        out += ' ';
+        ++col;
+      }
+    }
+    while (col + cols > w) {  // only a word wider than a whole line gets here
+      // No room left after a long prefix, or the word fits a line of its own.
+      if (col >= w || (col > indent && cols <= w - indent)) {
+        newline();
+        continue;
+      }
+      size_t take = w - col, i = 0;
+      for (size_t c = 0; i < word.size(); ++i) {
+        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80 && c++ == take) break;
+      }
+      out.append(word.substr(0, i));
+      word.remove_prefix(i);
+      cols -= take;
+      newline();
+    }
+    out.append(word);
+    col += cols;
+    line_start = line_start && word.empty();
+    pos = end + 1;
+  }
+  return out;
+}
+
+// The column where text laid out by WrapColumns from `first_col` ends.
+size_t EndColumn(const std::string& wrapped, size_t first_col) {
+  size_t nl = wrapped.rfind('\n');
+  return nl == std::string::npos ? first_col + Columns(wrapped) : Columns(std::string_view(wrapped).substr(nl + 1));
+}
+
+// The one line a run without problems gets: what was healthy.
+std::string HealthLine(const JobState& st) {
+  int ranks = 0;
+  std::set<std::string> nets;
+  const int net = st.rules().FindFact("network");
+  for (int s : st.LiveSubjects()) {
+    const Subject& sub = st.subjects()[s];
+    ranks += sub.rank >= 0;
+    if (const FactValue* v = sub.Get(net)) nets.insert(v->value);
+  }
+  size_t hosts = st.Hosts().size(), complete = 0;
+  for (const auto& kv : st.comms()) {
+    complete += kv.second.nranks > 0 && kv.second.ranks_completed.size() >= static_cast<size_t>(kv.second.nranks);
+  }
+  std::string out =
+      fmt::format("healthy: {} rank{} on {} host{}", ranks, ranks == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s");
+  if (!st.comms().empty()) {
+    out += fmt::format("; {} of {} communicator{} initialised on every rank", complete, st.comms().size(),
+                       st.comms().size() == 1 ? "" : "s");
+  }
+  if (!nets.empty()) {
+    out += "; network ";
+    for (const auto& n : nets) out += (n == *nets.begin() ? "" : ", ") + n;
+  }
+  return out + "; nothing at warning or above";
+}
+
+std::string StatusName(const Diagnosis& d) {
+  return d.status == "fail"      ? "FAIL"
+         : d.status == "warn"    ? "WARN"
+         : d.status == "unknown" ? "UNKNOWN"
+         : d.status == "partial" ? "PARTIAL"
+                                 : "OK";
+}
+
 }  // namespace
 
 std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
   Style sty{opts.color};
+  const int width = opts.width;
+  // Every string from the input goes through this before it reaches the terminal.
+  auto safe = [](std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); };
   std::string out;
-  std::string status = d.status == "fail"      ? sty.Wrap("31;1", "FAIL")
-                       : d.status == "warn"    ? sty.Wrap("33;1", "WARN")
-                       : d.status == "unknown" ? sty.Wrap("35;1", "UNKNOWN")
-                       : d.status == "partial" ? sty.Wrap("35;1", "PARTIAL")
-                                               : sty.Wrap("32;1", "OK");
-  out += fmt::format("{} {}\n", status, sty.Wrap("1", d.headline));
-  out += sty.Wrap("2", InputLine(st)) + "\n";
+  const std::string status = StatusName(d);
+  static const std::map<std::string, const char*> kStatusColor = {
+      {"FAIL", "31;1"}, {"WARN", "33;1"}, {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
+  out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
+                     sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
+  out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
+  if (d.status == "ok") out += sty.Wrap("32", WrapColumns(safe(HealthLine(st)), 0, 2, width)) + "\n";
   const Counters& c = st.counters();
   if (c.binary_lines || c.overlong_lines || c.nul_lines) {
-    out += sty.Wrap("2", fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) cut at the "
-                                     "maximum length",
-                                     c.binary_lines, c.nul_lines, c.overlong_lines)) + "\n";
+    out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) "
+                                                 "cut at the maximum length",
+                                                 c.binary_lines, c.nul_lines, c.overlong_lines),
+                                     0, 2, width)) +
+           "\n";
   }
   for (const auto& f : st.files()) {
-    if (!f.error.empty()) out += sty.Wrap("31", "unreadable: " + f.error) + "\n";
+    if (f.error.empty()) continue;
+    out += sty.Wrap("31", WrapColumns(safe("unreadable: " + f.path + ": " + f.error), 0, 2, width)) + "\n";
   }
-  for (const auto& ic : st.identity_conflicts()) out += sty.Wrap("33", "identity: " + ic) + "\n";
+  for (const auto& ic : st.identity_conflicts()) {
+    out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
+  }
+  if (std::string sk = st.skipped().Summary(); !sk.empty())
+    out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
 
   int n = 0;
+  size_t omitted = 0;
   std::vector<const Finding*> infos;
   for (const Finding& f : d.findings) {
     if (f.severity == Severity::kInfo && !opts.verbose) {
       infos.push_back(&f);
       continue;
     }
+    if (static_cast<size_t>(n) == kMaxReportFindings) {
+      ++omitted;
+      continue;
+    }
     ++n;
     out += "\n";
-    out += fmt::format("{} {} {}  {}\n", sty.Wrap("1", fmt::format("[{}]", n)), sty.Sev(f.severity),
-                       sty.Wrap("1", f.title), sty.Wrap("2", fmt::format("{} · {} · confidence {:.2f}", f.rule_id,
-                                                                         RoleName(f.role), f.confidence)));
+    {
+      std::string num = fmt::format("[{}]", n);
+      std::string meta = fmt::format("{} · {} · confidence {:.2f}", safe(f.rule_id), RoleName(f.role), f.confidence);
+      const size_t title_col = num.size() + 10;  // "[n] SEVERITY "
+      std::string title = WrapColumns(safe(f.title), title_col, 4, width);
+      bool meta_fits = width <= 0 || EndColumn(title, title_col) + 2 + Columns(meta) <= static_cast<size_t>(width);
+      out += fmt::format("{} {} {}{}{}\n", sty.Wrap("1", num), sty.Sev(f.severity), sty.Wrap("1", title),
+                         meta_fits ? "  " : "\n    ", sty.Wrap("2", meta_fits ? meta : WrapColumns(meta, 4, 6, width)));
+    }
     std::string where = Where(f);
-    if (!where.empty()) out += "    " + sty.Wrap("36", where) + "\n";
+    if (!where.empty()) out += "    " + sty.Wrap("36", WrapColumns(safe(where), 4, 6, width)) + "\n";
     if (!f.explained_by.empty()) {
       std::string e;
       for (const auto& x : f.explained_by) e += (e.empty() ? "" : ", ") + x;
-      out += "    " + sty.Wrap("2", "consequence of " + e) + "\n";
+      out += "    " + sty.Wrap("2", WrapColumns(safe("consequence of " + e), 4, 6, width)) + "\n";
     }
-    out += "    " + SanitizeForTerminal(f.explanation) + "\n";
-    if (!f.result.empty()) out += "    " + sty.Wrap("2", "NCCL returned: ") + SanitizeForTerminal(f.result) + "\n";
+    out += "    " + WrapColumns(safe(f.explanation), 4, 4, width) + "\n";
+    if (!f.result.empty()) {
+      out += "    " + sty.Wrap("2", "NCCL returned: ") + WrapColumns(safe(f.result), 19, 6, width) + "\n";
+    }
     size_t shown = 0;
     for (const auto& e : f.evidence) {
-      if (shown++ == 3) break;
-      std::string loc = fmt::format("{}:{}", e.file >= 0 ? st.files()[e.file].path : "?", e.line);
-      std::string text = SanitizeForTerminal(e.text);
-      if (text.size() > 200) text = text.substr(0, 197) + "...";
-      out += "      " + sty.Wrap("2", loc + ":") + " " + text + "\n";
+      if (shown == 3) break;
+      ++shown;
+      std::string loc = WrapColumns(
+          SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e)), 6, 8, width);
+      std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
+      out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
     }
-    if (f.count > static_cast<int64_t>(shown) && f.kind == "line") {
-      out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all)", WithCommas(f.count))) + "\n";
+    if (f.kind == "line" && f.count > static_cast<int64_t>(shown)) {
+      out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all, {} shown)", WithCommas(f.count), shown)) +
+             "\n";
+    } else if (f.evidence.size() > shown) {
+      out += "      " +
+             sty.Wrap("2", fmt::format("({} more evidence line{}: --format json or markdown)",
+                                       f.evidence.size() - shown, f.evidence.size() - shown == 1 ? "" : "s")) +
+             "\n";
     }
-    if (!f.remediation.empty()) out += "    " + sty.Wrap("32", "fix: ") + SanitizeForTerminal(f.remediation) + "\n";
+    if (!f.remediation.empty()) {
+      out += "    " + sty.Wrap("32", "fix: ") + WrapColumns(safe(f.remediation), 9, 6, width) + "\n";
+    }
+  }
+  if (omitted) {
+    out += "\n" +
+           sty.Wrap("1", fmt::format("... and {} more finding{} (--format json lists up to {})", omitted,
+                                     omitted == 1 ? "" : "s", kMaxJsonFindings)) +
+           "\n";
   }
   if (!infos.empty()) {
     out += "\n" + sty.Wrap("2", "context:") + "\n";
+    size_t listed = 0;
     for (const Finding* f : infos) {
-      out += "  " + sty.Wrap("2", "- " + f->title + " [" + f->rule_id + "]" +
-                                      (Where(*f).empty() ? "" : " (" + Where(*f) + ")")) + "\n";
+      if (listed++ == kMaxReportFindings) {
+        out += "  " + sty.Wrap("2", fmt::format("- and {} more", infos.size() - kMaxReportFindings)) + "\n";
+        break;
+      }
+      std::string line = "- " + f->title + " [" + f->rule_id + "]" + (Where(*f).empty() ? "" : " (" + Where(*f) + ")");
+      out += "  " + sty.Wrap("2", WrapColumns(safe(line), 2, 4, width)) + "\n";
     }
   }
   if (d.findings.empty()) out += "\nno findings.\n";
+  if (opts.ranks) out += "\n" + sty.Wrap("1", "ranks:") + "\n" + RenderRankTable(st, false);
   return out;
 }
 
-std::string RenderMarkdown(const JobState& st, const Diagnosis& d) {
+std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
+  // Every string from the input is escaped (markdown_escape.h): MarkdownText
+  // in prose, headings and cells, MarkdownCodeSpan in inline code, and code
+  // blocks fenced by MarkdownFence after SanitizeForTerminal.
+  auto text = [](std::string_view s) { return MarkdownText(s, kMaxFieldText); };
   std::string out;
-  std::string status = d.status == "fail"      ? "FAIL"
-                       : d.status == "warn"    ? "WARN"
-                       : d.status == "unknown" ? "UNKNOWN"
-                       : d.status == "partial" ? "PARTIAL"
-                                               : "OK";
-  out += fmt::format("## ncclscan: {} — {}\n\n", status, d.headline);
-  out += "_" + InputLine(st) + "_\n\n";
+  out += fmt::format("## ncclscan: {} — {}\n\n", StatusName(d), text(d.headline));
+  out += "_" + text(InputLine(st)) + "_\n\n";
+  if (d.status == "ok") out += text(HealthLine(st)) + "\n\n";
+  bool notes = false;
+  for (const auto& f : st.files()) {
+    if (f.error.empty()) continue;
+    out += "- unreadable: " + MarkdownCodeSpan(f.path) + ": " + text(f.error) + "\n";
+    notes = true;
+  }
+  for (const auto& ic : st.identity_conflicts()) {
+    out += "- identity: " + text(ic) + "\n";
+    notes = true;
+  }
+  if (std::string sk = st.skipped().Summary(); !sk.empty()) {
+    out += "- " + text(sk) + "\n";
+    notes = true;
+  }
+  if (notes) out += "\n";
   if (d.findings.empty()) {
     out += "No findings.\n";
+    if (opts.ranks) out += "\n### Ranks\n\n" + RenderRankTable(st, true);
     return out;
   }
+  const size_t listed = std::min(d.findings.size(), kMaxReportFindings);
   out += "| # | severity | finding | where | role |\n|---|---|---|---|---|\n";
-  int n = 0;
-  auto cell = [](std::string s) {
-    std::string o;
-    for (char ch : SanitizeForTerminal(s)) {
-      if (ch == '|') o += "\\|";
-      else o += ch;
-    }
-    return o;
-  };
-  for (const Finding& f : d.findings) {
-    out += fmt::format("| {} | {} | {} (`{}`) | {} | {} |\n", ++n, SeverityName(f.severity), cell(f.title), f.rule_id,
-                       cell(Where(f)), RoleName(f.role));
+  for (size_t i = 0; i < listed; ++i) {
+    const Finding& f = d.findings[i];
+    out += fmt::format("| {} | {} | {} ({}) | {} | {} |\n", i + 1, SeverityName(f.severity), text(f.title),
+                       MarkdownCodeSpan(f.rule_id, /*in_table_cell=*/true), text(Where(f)), RoleName(f.role));
   }
-  n = 0;
-  for (const Finding& f : d.findings) {
-    ++n;
+  if (d.findings.size() > listed) {
+    size_t more = d.findings.size() - listed;
+    out += fmt::format("\n_and {} more finding{} (`ncclscan --format json` lists up to {})_\n", more,
+                       more == 1 ? "" : "s", kMaxJsonFindings);
+  }
+  for (size_t i = 0; i < listed; ++i) {
+    const Finding& f = d.findings[i];
     if (f.severity == Severity::kInfo) continue;
-    out += fmt::format("\n### {}. {} (`{}`, {})\n\n", n, f.title, f.rule_id, SeverityName(f.severity));
+    out += fmt::format("\n### {}. {} ({}, {})\n\n", i + 1, text(f.title), MarkdownCodeSpan(f.rule_id),
+                       SeverityName(f.severity));
     std::string where = Where(f);
-    if (!where.empty()) out += "**Where:** " + cell(where) + "  \n";
-    out += "**Why:** " + SanitizeForTerminal(f.explanation) + "  \n";
-    if (!f.result.empty()) out += "**NCCL returned:** " + cell(f.result) + "  \n";
-    if (!f.remediation.empty()) out += "**Fix:** " + SanitizeForTerminal(f.remediation) + "  \n";
-    out += "**Fingerprint:** `" + f.fingerprint + "`\n";
+    if (!where.empty()) out += "**Where:** " + text(where) + "  \n";
+    out += "**Why:** " + text(f.explanation) + "  \n";
+    if (!f.result.empty()) out += "**NCCL returned:** " + text(f.result) + "  \n";
+    if (!f.remediation.empty()) out += "**Fix:** " + text(f.remediation) + "  \n";
+    out += "**Fingerprint:** " + MarkdownCodeSpan(f.fingerprint) + "\n";
     if (!f.evidence.empty()) {
-      out += "\n```text\n";
+      std::vector<std::string> lines;
       for (const auto& e : f.evidence) {
-        std::string text = SanitizeForTerminal(e.text);
-        // A fence inside evidence would end the block early.
-        for (size_t p = text.find("```"); p != std::string::npos; p = text.find("```", p + 1)) text[p] = '\'';
-        out += fmt::format("{}:{}: {}\n", e.file >= 0 ? st.files()[e.file].path : "?", e.line, text);
+        lines.push_back(SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) +
+                        fmt::format(":{}: ", st.CitedLine(e)) + SanitizeForTerminal(e.text));
       }
-      out += "```\n";
+      // Longer than any run of backticks inside: the block cannot be closed early.
+      const std::string fence = MarkdownFence(lines);
+      out += "\n" + fence + "text\n";
+      for (const auto& l : lines) out += l + "\n";
+      out += fence + "\n";
+      if (f.kind == "line" && f.count > static_cast<int64_t>(f.evidence.size())) {
+        out += fmt::format("\n_{} matching lines in all; the first {} are shown._\n", WithCommas(f.count),
+                           f.evidence.size());
+      }
     }
   }
+  if (opts.ranks) out += "\n### Ranks\n\n" + RenderRankTable(st, true);
   return out;
+}
+
+std::string RenderRankTable(const JobState& st, bool markdown) {
+  const RuleSet& rules = st.rules();
+  const int f_nccl = rules.FindFact("nccl_version"), f_net = rules.FindFact("network"),
+            f_inter = rules.FindFact("inter_transport"), f_enq = rules.FindFact("last_enqueued"),
+            f_done = rules.FindFact("last_completed"), f_tseq = rules.FindFact("timeout_seq"),
+            f_op = rules.FindFact("last_opcount"), f_err = rules.FindFact("first_error");
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"rank", "host", "pid", "devices", "NCCL", "transport", "last seq", "first error"});
+  size_t omitted = 0;
+  for (int si : st.LiveSubjects()) {
+    if (rows.size() > kMaxRankRows) {
+      ++omitted;
+      continue;
+    }
+    const Subject& s = st.subjects()[si];
+    auto value = [&](int fact) -> std::string {
+      const FactValue* v = s.Get(fact);
+      if (!v) return "";
+      if (v->values.empty()) return v->value;
+      std::string j;
+      for (const auto& x : v->values) j += (j.empty() ? "" : "+") + x;
+      return j;
+    };
+    // Per process group (or communicator): the default group "0" when present.
+    auto keyed = [&](int fact) -> const FactValue* {
+      if (fact < 0 || fact >= static_cast<int>(s.keyed.size()) || s.keyed[fact].empty()) return nullptr;
+      auto it = s.keyed[fact].find("0");
+      return it != s.keyed[fact].end() ? &it->second : &s.keyed[fact].begin()->second;
+    };
+    std::vector<int> devs;
+    for (int b = 0; b < 64; ++b) {
+      if (s.devices >> b & 1) devs.push_back(b);
+    }
+    std::string transport = value(f_net);
+    if (transport.empty()) transport = value(f_inter);
+    std::string seq;
+    if (const FactValue* v = keyed(f_enq)) seq = "enq " + v->value;
+    if (const FactValue* v = keyed(f_done)) seq += (seq.empty() ? "" : ", ") + std::string("done ") + v->value;
+    if (seq.empty()) {
+      if (const FactValue* v = keyed(f_tseq)) seq = "timeout " + v->value;
+    }
+    if (seq.empty() && f_op >= 0 && !s.keyed[f_op].empty()) {
+      // NCCL's opCount is hex without a prefix; the highest over the rank's communicators.
+      long double best = -1;
+      std::string raw;
+      for (const auto& kv : s.keyed[f_op]) {
+        long double v;
+        if (ParseNumber(kv.second.value, true, &v) && v > best) {
+          best = v;
+          raw = kv.second.value;
+        }
+      }
+      if (best >= 0 && best < 1.8e19L) {
+        seq =
+            fmt::format("opCount {} (0x{})", static_cast<uint64_t>(best), StartsWith(raw, "0x") ? raw.substr(2) : raw);
+      }
+    }
+    rows.push_back({s.rank >= 0 ? std::to_string(s.rank) : "?", s.host.empty() ? s.label : s.host,
+                    s.pid >= 0 ? std::to_string(s.pid) : "", CompactRanks(devs), value(f_nccl), transport, seq,
+                    value(f_err)});
+  }
+  std::string out;
+  if (markdown) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      out += "|";
+      for (const auto& cell : rows[r]) out += " " + (cell.empty() ? "-" : MarkdownText(cell, kMaxCellText)) + " |";
+      out += "\n";
+      if (r == 0) out += "|---|---|---|---|---|---|---|---|\n";
+    }
+    if (omitted) out += fmt::format("\n_and {} more rank{}_\n", omitted, omitted == 1 ? "" : "s");
+    return out;
+  }
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = cell.empty() ? "-" : SanitizeForTerminal(cell, kMaxCellText);
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], Columns(row[c]));
+  }
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += " " + row[c];
+      if (c + 1 < row.size()) line.append(widths[c] - Columns(row[c]) + 1, ' ');
+    }
+    out += line + "\n";
+  }
+  if (omitted) out += fmt::format("  ... and {} more rank{}\n", omitted, omitted == 1 ? "" : "s");
+  return out;
+}
+
+std::string RenderRuleList(const RuleSet& rules, bool json) {
+  struct Row {
+    const std::string& id;
+    const std::string& kind;
+    const std::string& category;
+    const char* severity;  // null: the rule only sets facts
+    const std::string& title;
+    const SourcePos& pos;
+    bool enabled;
+  };
+  static const std::string kLine = "line";
+  std::vector<Row> rows;
+  auto add_rules = [&](const std::vector<CompiledRule>& rs, bool enabled) {
+    for (const auto& r : rs) {
+      const LineRule& s = r.spec;
+      rows.push_back({s.id.value, kLine, s.category, s.finding.present ? SeverityName(s.finding.severity) : nullptr,
+                      s.title, s.id.pos, enabled});
+    }
+  };
+  auto add_correlations = [&](const std::vector<CompiledCorrelation>& cs, bool enabled) {
+    for (const auto& c : cs) {
+      const CorrelationRule& s = c.spec;
+      rows.push_back({s.id.value, s.kind.value, s.category, SeverityName(s.finding.severity), s.title, s.id.pos,
+                      enabled});
+    }
+  };
+  add_rules(rules.rules(), true);
+  add_rules(rules.disabled_rules(), false);
+  add_correlations(rules.correlations(), true);
+  add_correlations(rules.disabled_correlations(), false);
+  if (!json) {
+    std::string out;
+    for (const Row& r : rows) {
+      out += fmt::format("{:<32} {:<8} {:<8} {:<11} {}{}\n", r.id, r.kind, r.severity ? r.severity : "facts",
+                         r.category, r.title, r.enabled ? "" : " (disabled)");
+    }
+    return out;
+  }
+  Json j;
+  j.BeginObject();
+  j.Key("rules");
+  j.BeginArray();
+  for (const Row& r : rows) {
+    j.BeginObject();
+    j.KV("id", r.id);
+    j.KV("kind", r.kind);
+    j.KV("category", r.category);
+    j.Key("severity");
+    if (r.severity) j.String(r.severity);
+    else j.Null();
+    j.KV("title", r.title);
+    j.KV("source", r.pos.file);
+    j.KVInt("line", r.pos.line);
+    j.Key("enabled");
+    j.Bool(r.enabled);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  j.str() += "\n";
+  return j.str();
 }
 
 }  // namespace ncclscan

@@ -17,14 +17,41 @@ namespace ncclscan {
 inline constexpr const char* kSchemaVersion = "ncclscan.diagnosis/1";
 const char* ToolVersion();
 
+// Bounds on what a report prints (the rest is counted: "and N more"), so that
+// a log with a storm of distinct messages cannot produce a report nobody can
+// read or store. Findings are ranked, so the cut keeps the worst ones; the
+// primary finding is always kept.
+inline constexpr size_t kMaxJsonFindings = 200;     // JSON: then "findings_omitted"
+inline constexpr size_t kMaxReportFindings = 50;    // text and markdown, per list
+inline constexpr size_t kMaxFieldText = 2000;       // bytes of one explanation, fix, title, headline
+inline constexpr size_t kMaxCellText = 160;         // bytes of one cell of a table (--ranks)
+inline constexpr size_t kMaxRankRows = 1000;        // rows of the --ranks table
+
 struct ReportOptions {
   bool color = false;
   bool verbose = false;  // text: also list info findings in full
+  // text: wrap prose and evidence to this many columns (the terminal's width);
+  // 0: no wrapping (not a terminal).
+  int width = 0;
+  bool ranks = false;    // text and markdown: add the per-rank table
 };
 
+// Every string from the input is escaped for the output it goes to: JSON by
+// AppendJsonEscaped, text by SanitizeForTerminal (parsers/text_util.h),
+// markdown by engine/markdown_escape.h.
 std::string RenderJson(const JobState& state, const Diagnosis& d);
 std::string RenderText(const JobState& state, const Diagnosis& d, const ReportOptions& opts);
-std::string RenderMarkdown(const JobState& state, const Diagnosis& d);
+std::string RenderMarkdown(const JobState& state, const Diagnosis& d, const ReportOptions& opts = {});
+
+// The per-rank table (--ranks): rank, host, pid, devices, NCCL version,
+// transport, last sequence, first error; text columns or a markdown table.
+std::string RenderRankTable(const JobState& state, bool markdown);
+
+// `ncclscan rules --list`: every rule and correlation, the disabled ones last.
+// Text: one aligned row each (id, kind, severity, category, title). JSON:
+// {"rules": [{id, kind, category, severity (null for fact-only rules), title,
+// source, line, enabled}]}.
+std::string RenderRuleList(const RuleSet& rules, bool json);
 
 }  // namespace ncclscan
 

@@ -60,6 +60,8 @@ struct FoldEntry {
   uint32_t line_index;
   std::string_view text;  // the kept line, for evidence
   double time;
+  std::string_view src_file;  // its grep -H -n origin, if any
+  int64_t src_line;
 };
 
 struct FoldedRun {
@@ -83,9 +85,14 @@ struct ProcessNoteHash {
 // parallel stage found in it. Views in the results point into `data`/`arena`.
 struct Chunk {
   int file = -1;
+  // Files the input stage opened since the previous chunk, this chunk's own
+  // file last: the output stage registers them, so file numbers follow the
+  // order files are read in (archive members are only known while reading).
+  std::vector<std::string> new_files;
   std::vector<char> data;
   size_t size = 0;
   bool overlong = false;   // the chunk ends with a line cut at max_line
+  bool cr_lines = false;   // its file ends lines with CR alone: split at every CR
 
   // Results of the parallel stage.
   uint32_t lines = 0;
@@ -106,8 +113,10 @@ struct Chunk {
   MatchScratch scratch;
 
   void Reset() {
+    new_files.clear();
     size = 0;
     overlong = false;
+    cr_lines = false;
     lines = 0;
     counters = Counters();
     events.clear();
@@ -142,49 +151,90 @@ class ChunkPool {
   std::vector<std::unique_ptr<Chunk>> free_;
 };
 
-// The serial input stage: turns files into chunks of whole lines. It runs
-// concurrently with the serial output stage, so it never touches JobState:
-// bytes and errors are kept here and copied over when the pipeline is done.
+// The serial input stage: turns inputs into chunks of whole lines of one file
+// (a plain file, or one member of an archive). It runs concurrently with the
+// serial output stage, so it never touches JobState: names, bytes and errors
+// are kept here, names travel with the chunks, and the rest is copied over
+// when the pipeline is done.
 class ChunkReader {
  public:
-  ChunkReader(const std::vector<std::string>& paths, int first_file, const ScanOptions& opts,
+  ChunkReader(const std::vector<InputPath>& inputs, int first_file, const ScanOptions& opts,
               const std::function<void(const std::string&)>& on_error)
-      : paths_(paths),
-        first_file_(first_file),
-        opts_(opts),
-        on_error_(on_error),
-        bytes_(paths.size(), 0),
-        errors_(paths.size()) {}
+      : inputs_(inputs), first_file_(first_file), opts_(opts), on_error_(on_error) {}
 
+  size_t files() const { return names_.size(); }
+  const std::string& name(size_t i) const { return names_[i]; }
   uint64_t bytes(size_t i) const { return bytes_[i]; }
   const std::string& error(size_t i) const { return errors_[i]; }
+  const SkippedInputs& skipped() const { return skipped_; }
 
   // Fills c with the next chunk; returns false at the end of all input.
   bool Next(Chunk* c) {
     for (;;) {
-      if (!reader_) {
-        if (next_path_ >= paths_.size()) return false;
-        index_ = next_path_++;
-        const std::string& p = paths_[index_];
-        file_ = first_file_ + static_cast<int>(index_);
-        std::string err;
-        reader_ = ByteReader::Open(p, &err);
-        if (!reader_) {
-          Fail("cannot read " + DisplayName(p) + ": " + err);
+      if (!member_open_) {
+        if (!input_) {
+          if (next_input_ >= inputs_.size()) return false;
+          const InputPath& in = inputs_[next_input_++];
+          std::string err;
+          input_ = InputReader::Open(in, &opts_.globs, &err);
+          if (!input_) {
+            Register(DisplayName(in.path));
+            Fail(err);
+            continue;
+          }
+          input_name_ = DisplayName(in.path);
+        }
+        std::string name, err;
+        if (!input_->NextMember(&name, &err)) {
+          if (!err.empty()) {
+            // A damaged archive: the error belongs to the archive itself.
+            Register(input_name_);
+            Fail(err);
+          }
+          CloseInput();
           continue;
         }
+        Register(name);
+        member_open_ = true;
+        failed_ = false;
         carry_.clear();
         skipping_ = false;
+        cr_lines_ = false;
       }
-      if (FillChunk(c)) return true;
+      if (FillChunk(c)) {
+        c->new_files.assign(names_.begin() + static_cast<std::ptrdiff_t>(sent_), names_.end());
+        sent_ = names_.size();
+        return true;
+      }
     }
   }
 
  private:
+  void Register(const std::string& name) {
+    names_.push_back(name);
+    bytes_.push_back(0);
+    errors_.emplace_back();
+    index_ = names_.size() - 1;
+    file_ = first_file_ + static_cast<int>(index_);
+  }
 
-  void Fail(const std::string& msg) {
-    if (errors_[index_].empty()) errors_[index_] = msg;
-    on_error_(msg);
+  // The current file could not be read (fully): FileInfo::error keeps the
+  // reason, the message names the file.
+  void Fail(const std::string& reason) {
+    if (errors_[index_].empty()) errors_[index_] = reason;
+    on_error_("cannot read " + names_[index_] + ": " + reason);
+  }
+
+  void CloseInput() {
+    if (input_) skipped_.Merge(input_->skipped());
+    input_.reset();
+  }
+
+  // The current member is done; after a read error, so is its input (an
+  // archive cannot be read past a damaged member).
+  void EndMember() {
+    member_open_ = false;
+    if (failed_) CloseInput();
   }
 
   // Reads until the buffer holds at least one whole line (or the file ends).
@@ -202,10 +252,15 @@ class ChunkReader {
       // Read up to chunk_size new bytes.
       size_t limit = std::min(buf.size(), n + opts_.chunk_size);
       while (n < limit) {
+        if (failed_) {  // the member's reader failed: what it gave is all there is
+          eof = true;
+          break;
+        }
         std::string err;
-        ssize_t r = reader_->Read(buf.data() + n, limit - n, &err);
+        ssize_t r = input_->Read(buf.data() + n, limit - n, &err);
         if (r < 0) {
-          Fail("cannot read " + DisplayName(paths_[index_]) + ": " + err);
+          Fail(err);
+          failed_ = true;
           eof = true;
           break;
         }
@@ -235,13 +290,17 @@ class ChunkReader {
       const void* last = n ? memrchr(buf.data(), '\n', n) : nullptr;
       // A file whose lines end in CR alone (old Mac, some terminal captures):
       // no '\n' in a whole chunk, so end the chunk after its last CR instead.
-      if (!last && n >= std::min(opts_.chunk_size, opts_.max_line)) last = memrchr(buf.data(), '\r', n);
+      if (!last && (cr_lines_ || n >= std::min(opts_.chunk_size, opts_.max_line))) {
+        last = memrchr(buf.data(), '\r', n);
+        if (last) cr_lines_ = true;
+      }
+      c->cr_lines = cr_lines_;
       if (last) {
         size_t k = static_cast<const char*>(last) - buf.data() + 1;
         carry_.assign(buf.data() + k, n - k);
         c->size = k;
         // At EOF a final line without '\n' stays in carry_ and is sent by the next call.
-        if (eof && carry_.empty()) reader_.reset();
+        if (eof && carry_.empty()) EndMember();
         return true;
       }
       if (n >= opts_.max_line) {
@@ -249,32 +308,39 @@ class ChunkReader {
         c->size = opts_.max_line;
         c->overlong = true;
         skipping_ = true;
-        if (eof) reader_.reset();
+        if (eof) EndMember();
         return true;
       }
       if (eof) {
-        reader_.reset();
+        EndMember();
         if (n == 0) return false;
         c->size = n;  // last line without trailing newline
         return true;
       }
     }
-    reader_.reset();
+    EndMember();
     return false;
   }
 
-  const std::vector<std::string>& paths_;
+  const std::vector<InputPath>& inputs_;
   const int first_file_;
   const ScanOptions& opts_;
   const std::function<void(const std::string&)>& on_error_;
+  std::vector<std::string> names_;  // files registered, in reading order
   std::vector<uint64_t> bytes_;
   std::vector<std::string> errors_;
-  size_t next_path_ = 0;
+  size_t sent_ = 0;                 // names_ handed to chunks so far
+  SkippedInputs skipped_;
+  size_t next_input_ = 0;
+  std::unique_ptr<InputReader> input_;
+  std::string input_name_;
+  bool member_open_ = false;
+  bool failed_ = false;
   size_t index_ = 0;
-  int file_ = -1;
-  std::unique_ptr<ByteReader> reader_;
+  int file_ = -1;                   // index_ as a JobState file number
   std::string carry_;
   bool skipping_ = false;
+  bool cr_lines_ = false;  // this file had a chunk's worth of bytes without '\n' but with CRs
 };
 
 // Builds the folded runs of one chunk (see FoldEntry).
@@ -311,7 +377,7 @@ class Folder {
         }
       }
       if (!e) {
-        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time});
+        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time, pl.src_file, pl.src_line});
         continue;
       }
       ++e->count;
@@ -320,6 +386,8 @@ class Folder {
         e->line_index = index;
         e->text = pl.text;
         e->time = pl.time;
+        e->src_file = pl.src_file;
+        e->src_line = pl.src_line;
       }
     }
     return true;
@@ -358,15 +426,24 @@ class Folder {
 };
 
 // What the rules make of one line alone: 2 a specific finding, 1 only a
-// catch-all's, 0 none. For the hard-wrap decision only (rare lines).
-int FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family* family) {
-  int best = 0;
+// catch-all's, 0 none; and how many bytes the specific findings' rules
+// captured (a line cut short matches tolerant patterns with less). For the
+// hard-wrap decision only (rare lines).
+struct Strength {
+  int level = 0;
+  size_t captured = 0;
+};
+Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family* family) {
+  Strength best;
   *family = Family::kOther;
   c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
     if (piece == 0) *family = pl.family;
-    rules.Match(pl, &c->scratch, [&](int ri, const re2::StringPiece*, int) {
+    rules.Match(pl, &c->scratch, [&](int ri, const re2::StringPiece* g, int n) {
       const CompiledRule& r = rules.rules()[ri];
-      if (r.has_finding) best = std::max(best, r.spec.fallback ? 1 : 2);
+      if (!r.has_finding) return;
+      best.level = std::max(best.level, r.spec.fallback ? 1 : 2);
+      if (r.spec.fallback) return;
+      for (int i = 1; i < n; ++i) best.captured += g[i].size();
     });
   });
   return best;
@@ -376,9 +453,10 @@ int FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family
 // the rest lands on the next line without any header:
 //   "... WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, N" / "umelOut=1, Timeout(ms)=600000) ran for …"
 // The two are joined when the first is long, ends mid-token, the second has no
-// header and starts mid-token, and only the joined line gives a specific
-// finding that the first alone does not. (Both must be in one chunk: a wrap
-// that straddles a chunk boundary stays two lines.)
+// header and starts mid-token, and the joined line gives a specific finding
+// that the first alone does not, or the same with more captured (a tolerant
+// pattern matches the cut line too). (Both must be in one chunk: a wrap that
+// straddles a chunk boundary stays two lines.)
 constexpr size_t kMinWrapWidth = 79;
 bool WrapTail(char ch) { return ch != ' ' && ch != '\t' && ch != '.' && ch != ':' && ch != ';'; }
 bool WrapHead(char ch) { return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ','; }
@@ -386,14 +464,27 @@ bool WrapHead(char ch) { return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
                    std::string_view* joined) {
   if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
+  // Cheap tests first, before any parse. A continuation has no header: a next
+  // line that starts like this one (the same "host:pid:tid" or "[rankN]:"
+  // prefix) is a line of its own, and so is one with an NCCL keyword.
+  const size_t same = std::min<size_t>({8, first.size(), next.size()});
+  if (EqualBytes(first.data(), next.data(), same)) return false;
+  static const LiteralFinder kNcclLevel("NCCL ");
+  if (kNcclLevel.Find(next) != std::string_view::npos) return false;
+  // Only NCCL and PyTorch (ProcessGroupNCCL / WorkNCCL) messages are worth a
+  // second look; this keeps long application lines at one parse each.
+  static const LiteralFinder kNccl("NCCL");
+  if (kNccl.Find(first) == std::string_view::npos) return false;
   Family fam;
-  if (FindingStrength(rules, c, next, &fam) != 0 || fam != Family::kOther) return false;
+  if (FindingStrength(rules, c, next, &fam).level != 0 || fam != Family::kOther) return false;
   Family first_fam;
-  if (FindingStrength(rules, c, first, &first_fam) == 2 || first_fam == Family::kOther) return false;
+  const Strength alone = FindingStrength(rules, c, first, &first_fam);
+  if (first_fam == Family::kOther) return false;
   std::string both(first);
   both.append(next.data(), next.size());
   std::string_view j = c->arena.Store(both);
-  if (FindingStrength(rules, c, j, &fam) != 2) return false;
+  const Strength with_next = FindingStrength(rules, c, j, &fam);
+  if (with_next.level != 2 || (alone.level == 2 && with_next.captured <= alone.captured)) return false;
   *joined = j;
   return true;
 }
@@ -411,13 +502,23 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   // so results do not depend on where chunks end.
   CarryRank& carry = c->carry;
   Folder folder(rules, c);
-  // A CR that does not end a CRLF ends a line too (CR-only files, progress bars
-  // redrawn with CR in front of a log line); most chunks have no CR at all.
-  const bool has_cr = std::memchr(p, '\r', c->size) != nullptr;
+  // In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
+  // line too (CR-only files).
+  // Only a line longer than kCrSplitMin is looked at for CRs, so ordinary
+  // lines pay nothing; the '\n' found is kept for the CR-split pieces of one
+  // long line (a CR-only chunk has none, and searching again per piece would be
+  // quadratic).
+  constexpr ptrdiff_t kCrSplitMin = 4096;
+  const char* next_nl = nullptr;  // the next '\n' at or after p (end if none), once known
   while (p < end) {
-    const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-    const char* le = nl ? nl : end;
-    if (has_cr) {
+    if (next_nl == nullptr || next_nl < p) {
+      next_nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      if (next_nl == nullptr) next_nl = end;
+    }
+    const char* nl = next_nl < end ? next_nl : nullptr;
+    const char* le = next_nl;
+    // The last line of a file without '\n' may be a whole small CR-only file.
+    if (c->cr_lines || le - p > kCrSplitMin || nl == nullptr) {
       const char* cr = static_cast<const char*>(std::memchr(p, '\r', le - p));
       if (cr && cr + 1 < le) {
         nl = cr;
@@ -431,8 +532,9 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
     if (raw.size() >= kMinWrapWidth && p < end) {
       // Peek at the next physical line (a lone CR ends it too, as above).
       const char* nnl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      const char* nle = nnl ? nnl : end;
-      if (has_cr) {
+      next_nl = nnl ? nnl : end;  // the next iteration's line end, found once
+      const char* nle = next_nl;
+      if (c->cr_lines || nle - p > kCrSplitMin || nnl == nullptr) {
         const char* cr = static_cast<const char*>(std::memchr(p, '\r', nle - p));
         if (cr && cr + 1 < nle) nnl = nle = cr;
       }
@@ -507,14 +609,21 @@ void AddCounters(Counters* into, const Counters& c) {
 
 void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                    const std::function<void(const std::string&)>& on_error) {
+  std::vector<InputPath> inputs;
+  for (const auto& p : paths) inputs.push_back(InputPath{p, false, false});
+  Scan(inputs, state, on_error);
+}
+
+void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
+                   const std::function<void(const std::string&)>& on_error) {
   int jobs = opts_.jobs > 0 ? opts_.jobs : tbb::info::default_concurrency();
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
   ChunkPool pool;
-  // Files are registered before the pipeline starts: the stages run on
-  // different threads and JobState is written by the output stage only.
+  // Files are registered by the output stage as their first chunk arrives (the
+  // stages run on different threads and JobState is written by the output
+  // stage only), the rest after the pipeline.
   const int first_file = static_cast<int>(state->files().size());
-  for (const auto& p : paths) state->AddFile(DisplayName(p));
-  ChunkReader reader(paths, first_file, opts_, on_error);
+  ChunkReader reader(inputs, first_file, opts_, on_error);
   // Chunks in flight: enough that a worker rarely waits on the in-order stages
   // (measured: 4 per thread beat 2 per thread by ~4% wall at -j2); each costs
   // about chunk_size + max_line of memory.
@@ -546,7 +655,8 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                                            }) &
           tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
             std::unique_ptr<Chunk> owned(c);
-            // Lines of the file counted so far: files were registered fresh above.
+            for (const std::string& name : c->new_files) state->AddFile(name);
+            // Lines of the file counted so far (0 for a file registered just now).
             uint64_t base = state->file(c->file).lines;
             for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
             // Context from the previous chunk of the same file, for orphans.
@@ -562,8 +672,10 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
                 for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
                   const FoldEntry& fe = c->fold_entries[k];
                   int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
-                  folded.push_back(JobState::FoldedFact{fe.fact, fe.key, fe.value, fe.count,
-                                                        EvidenceRef{c->file, line_no, fe.text, fe.time}});
+                  EvidenceRef ev{c->file, line_no, fe.text, fe.time};
+                  ev.origin_file = fe.src_file;
+                  ev.origin_line = fe.src_line;
+                  folded.push_back(JobState::FoldedFact{fe.fact, fe.key, fe.value, fe.count, ev});
                 }
                 state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
                 continue;
@@ -583,11 +695,16 @@ void Scanner::Scan(const std::vector<std::string>& paths, JobState* state,
             AddCounters(&state->counters(), c->counters);
             pool.Put(std::move(owned));
           }));
-  for (size_t i = 0; i < paths.size(); ++i) {
+  // Files that gave no chunk (empty, unreadable) after the last chunk.
+  for (size_t i = state->files().size() - static_cast<size_t>(first_file); i < reader.files(); ++i) {
+    state->AddFile(reader.name(i));
+  }
+  for (size_t i = 0; i < reader.files(); ++i) {
     FileInfo& f = state->file(first_file + static_cast<int>(i));
     f.bytes = reader.bytes(i);
     f.error = reader.error(i);
   }
+  state->skipped().Merge(reader.skipped());
   uint64_t bytes = 0;
   for (const auto& f : state->files()) bytes += f.bytes;
   state->counters().bytes = bytes;

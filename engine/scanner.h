@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/job_state.h"
+#include "engine/source.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
@@ -32,15 +33,23 @@ struct ScanOptions {
   // Fold runs of foldable matches (CompiledRule::foldable) in the parallel
   // stage; false applies every match line by line (the reference, for tests).
   bool fold = true;
+  // -g globs: ExpandInputs applies them to walked files, the reader to the
+  // members of archives.
+  GlobFilter globs;
 };
 
 class Scanner {
  public:
   Scanner(const RuleSet* rules, ScanOptions opts) : rules_(rules), opts_(opts) {}
 
-  // Scans every path ("-" = stdin) into *state, in the given order. A file that
-  // cannot be read (or stops being readable) is reported through on_error and
-  // recorded on its FileInfo; the others are still scanned.
+  // Scans every input ("-" = stdin) into *state, in the given order; a tar
+  // archive's members are files of their own ("job.tar.gz:rank3.log"), added
+  // to *state as they are met. A file that cannot be read (or stops being
+  // readable) is reported through on_error and recorded on its FileInfo; the
+  // others are still scanned. What hygiene skips is counted in state->skipped().
+  void Scan(const std::vector<InputPath>& inputs, JobState* state,
+            const std::function<void(const std::string&)>& on_error);
+  // The same for paths named by the user (always read).
   void Scan(const std::vector<std::string>& paths, JobState* state,
             const std::function<void(const std::string&)>& on_error);
 

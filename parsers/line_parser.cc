@@ -311,8 +311,18 @@ bool ParseNcclHeader(ParsedLine* line, std::string_view* rest) {
   *rest = {};
   NcclProcess np;
   size_t header_len;
-  if (MatchNcclProcess(line->text, &np) && ParseBareNcclHeader(line, np, rest, &header_len)) return true;
-  return ParseGeneralNcclHeader(line, rest);
+  bool ok = (MatchNcclProcess(line->text, &np) && ParseBareNcclHeader(line, np, rest, &header_len)) ||
+            ParseGeneralNcclHeader(line, rest);
+  if (ok) CutGluedText(line, *rest);
+  return ok;
+}
+
+void CutGluedText(ParsedLine* line, std::string_view rest) {
+  // A glued second line is not part of this one's text either (rules of
+  // family `any` match the text).
+  if (!rest.empty() && rest.data() > line->text.data() && rest.data() <= line->text.data() + line->text.size()) {
+    line->text = TrimSpace(line->text.substr(0, static_cast<size_t>(rest.data() - line->text.data())));
+  }
 }
 
 namespace {
@@ -583,6 +593,11 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
 }
 
 void LineParser::ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
+  ParseFreshPieces(raw, arena, out, rest);
+  if (!rest->empty()) CutGluedText(out, *rest);
+}
+
+void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
   *rest = {};
   if (ParseRepeatedHeader(raw, out, rest)) return;
   Unwrap(raw, arena, out);

@@ -71,6 +71,7 @@ class LineParser {
 
   // Parse() into a default-initialised *out.
   void ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
+  void ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
   bool ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest);
 
   struct Json;
@@ -91,6 +92,8 @@ class LineParser {
 // Stage 2 pieces, exposed for tests. Both look at line->text and fill the
 // header fields, message and family on success.
 bool ParseNcclHeader(ParsedLine* line, std::string_view* rest);
+// Ends line->text where a glued second line `rest` (a view into it) begins.
+void CutGluedText(ParsedLine* line, std::string_view rest);
 bool ParseTorchHeader(ParsedLine* line);
 // Family for lines without a recognised header (continuations, tracebacks).
 Family ClassifyHeaderless(std::string_view text);

@@ -34,7 +34,7 @@ PathHints ParsePathHints(std::string_view path) {
   if (parts.empty()) return h;
   std::string_view base = parts.back();
   // Strip compression suffixes for name matching.
-  for (std::string_view ext : {".gz", ".zst"}) {
+  for (std::string_view ext : {".gz", ".zst", ".bz2", ".xz"}) {
     if (EndsWith(base, ext)) base.remove_suffix(ext.size());
   }
   // rank3.log / rank_3 / rank-3 / rank.3 (case-insensitive "rank").

@@ -1,5 +1,6 @@
 #include "parsers/text_util.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -381,13 +382,14 @@ double ConsumeIsoTimestamp(std::string_view* s) {
   return v;
 }
 
-namespace {
-// Length of the valid UTF-8 sequence at s[i], or 0 if invalid.
-size_t Utf8Len(std::string_view s, size_t i) {
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp_out) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t n;
   uint32_t cp;
-  if (c < 0x80) return 1;
+  if (c < 0x80) {
+    *cp_out = c;
+    return 1;
+  }
   if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
   else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
   else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
@@ -402,21 +404,57 @@ size_t Utf8Len(std::string_view s, size_t i) {
       (cp >= 0xD800 && cp <= 0xDFFF)) {
     return 0;
   }
+  *cp_out = cp;
   return n;
+}
+
+std::string_view CutUtf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  size_t n = max_bytes;
+  // s[n] is the first byte left out: while it continues a character, that
+  // character started before the cut and goes too (at most 3 bytes back).
+  for (int k = 0; k < 3 && n > 0 && continuation(n); ++k) --n;
+  if (continuation(n)) n = max_bytes;  // 4+ continuation bytes: not UTF-8 anyway
+  return s.substr(0, n);
+}
+
+bool IsUnsafeCodePoint(uint32_t cp) {
+  if (cp < 0x20) return cp != '\t';
+  if (cp < 0x7F) return false;
+  if (cp <= 0x9F) return true;  // DEL and C1 (U+009B is CSI)
+  if (cp < 0x61C) return false;
+  return cp == 0x61C || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+namespace {
+const char kHex[] = "0123456789abcdef";
+
+void AppendHexByte(std::string* out, const char* prefix, unsigned char c) {
+  out->append(prefix);
+  out->push_back(kHex[c >> 4]);
+  out->push_back(kHex[c & 15]);
+}
+
+void AppendU4(std::string* out, uint32_t cp) {
+  out->append("\\u");
+  for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(cp >> shift) & 15]);
 }
 }  // namespace
 
 void AppendJsonEscaped(std::string* out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      size_t n = Utf8Len(s, i);
+      uint32_t cp;
+      size_t n = DecodeUtf8(s, i, &cp);
       if (n == 0) {
         out->append("\xEF\xBF\xBD");
         ++i;
       } else {
-        out->append(s.data() + i, n);
+        if (IsUnsafeCodePoint(cp)) AppendU4(out, cp);
+        else out->append(s.data() + i, n);
         i += n;
       }
       continue;
@@ -428,37 +466,42 @@ void AppendJsonEscaped(std::string* out, std::string_view s) {
       case '\r': out->append("\\r"); break;
       case '\t': out->append("\\t"); break;
       default:
-        if (c < 0x20 || c == 0x7f) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
+        if (c < 0x20 || c == 0x7f) AppendHexByte(out, "\\u00", c);
+        else out->push_back(static_cast<char>(c));
     }
     ++i;
   }
 }
 
-std::string SanitizeForTerminal(std::string_view s) {
+std::string SanitizeForTerminal(std::string_view s, size_t max_bytes) {
+  static constexpr std::string_view kCutMark = "...";
   std::string out;
-  out.reserve(s.size());
+  out.reserve(std::min(s.size(), max_bytes));
+  // Where the output may be cut: the end of the last whole unit that leaves
+  // room for the mark.
+  size_t fits = 0;
+  const size_t room = max_bytes < kCutMark.size() ? 0 : max_bytes - kCutMark.size();
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      size_t n = Utf8Len(s, i);
-      if (n == 0) {
-        out.append("\xEF\xBF\xBD");
-        ++i;
-      } else {
-        out.append(s.data() + i, n);
-        i += n;
-      }
-      continue;
+    uint32_t cp = c;
+    size_t n = c < 0x80 ? 1 : DecodeUtf8(s, i, &cp);
+    if (n == 0) {
+      AppendHexByte(&out, "\\x", c);  // one byte of invalid UTF-8
+      n = 1;
+    } else if (!IsUnsafeCodePoint(cp)) {
+      out.append(s.data() + i, n);
+    } else if (cp < 0x80) {
+      AppendHexByte(&out, "\\x", c);
+    } else {
+      AppendU4(&out, cp);
     }
-    if ((c < 0x20 && c != '\t') || c == 0x7f) out.push_back('?');
-    else out.push_back(static_cast<char>(c));
-    ++i;
+    i += n;
+    if (out.size() <= room) fits = out.size();
+    if (out.size() > max_bytes) {
+      out.resize(fits);
+      out.append(kCutMark);
+      return out;
+    }
   }
   return out;
 }

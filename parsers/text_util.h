@@ -77,10 +77,36 @@ double SecondsOfYear(int month, int day, int hour, int minute, double second);
 // Returns seconds-of-year, or -1 when *s does not start with one.
 double ConsumeIsoTimestamp(std::string_view* s);
 
-// Replaces invalid UTF-8 with U+FFFD and escapes for JSON (without quotes).
+// Length of the valid UTF-8 sequence at s[i] (1-4) with its code point in
+// *cp, or 0 when the bytes there are not valid UTF-8 (overlong, surrogate,
+// truncated, stray continuation byte).
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp);
+
+// The longest prefix of s of at most max_bytes that does not end inside a
+// UTF-8 character: every cut of input text goes through it, so a cut never
+// leaves half a character for the outputs to replace.
+std::string_view CutUtf8(std::string_view s, size_t max_bytes);
+
+// Code points that must not reach any output raw: C0 controls (except tab),
+// DEL, C1 controls (U+0080-U+009F), the bidirectional overrides, embeddings,
+// isolates and marks (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C:
+// "Trojan Source" reordering) and the line / paragraph separators U+2028 and
+// U+2029 (line breaks to some viewers).
+bool IsUnsafeCodePoint(uint32_t cp);
+
+// JSON: escapes for a JSON string (without quotes); invalid UTF-8 becomes
+// U+FFFD, unsafe code points (IsUnsafeCodePoint) are written \uXXXX, so the
+// document is plain printable UTF-8 whatever the input.
 void AppendJsonEscaped(std::string* out, std::string_view s);
-// Replaces invalid UTF-8 and control bytes (except tab) for terminal output.
-std::string SanitizeForTerminal(std::string_view s);
+
+// Terminal (the text report; also the first step of the markdown escapes):
+// unsafe code points are shown escaped, never passed through: bytes below 0x80
+// as \xNN (ESC -> \x1b, newline -> \x0a, DEL -> \x7f), others as \uXXXX
+// (CSI U+009B -> \u009b, RLO U+202E -> \u202e), and each byte of invalid UTF-8
+// as \xNN (a raw 0x9b -> \x9b). Tab is kept. A backslash of the input is kept
+// as is. At most max_bytes are returned: a longer result is cut between two
+// characters (never inside one or inside an escape) and ends with "...".
+std::string SanitizeForTerminal(std::string_view s, size_t max_bytes = std::string::npos);
 
 }  // namespace ncclscan
 

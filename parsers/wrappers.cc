@@ -159,7 +159,7 @@ bool HasLogExtension(std::string_view base) {
     }
     bool digits = ext.size() > 1;
     for (size_t i = 1; i < ext.size(); ++i) digits &= IsDigit(ext[i]);
-    if (!(digits || ext == ".gz" || ext == ".zst")) return false;
+    if (!(digits || ext == ".gz" || ext == ".zst" || ext == ".bz2" || ext == ".xz")) return false;
     base = base.substr(0, dot);
   }
   return false;

@@ -55,6 +55,9 @@ struct FindingSpec {
   Located<std::string> explanation;
   Located<std::string> remediation;
   std::vector<Located<std::string>> explains;
+  // Which team owns the fix (fabric, gpu-hardware, node-config, application,
+  // launcher, library); "" = the default of the rule's category (engine/diagnosis.cc).
+  Located<std::string> owner;
 };
 
 struct Lookup {
@@ -109,13 +112,19 @@ struct LineRule {
   std::vector<Example> match;
   std::vector<Example> no_match;
   std::string source_file;
+  // `enabled: false`: loaded and checked (examples included) but not run.
+  bool enabled = true;
 };
 
 struct Condition {
   Located<std::string> fact;
-  std::string op;  // equals not_equals matches exists absent gt lt
-  std::string value;
+  Located<std::string> key;  // `fact: env[NCCL_IB_TIMEOUT]`: the key of a keyed fact
+  std::string op;  // equals not_equals matches exists absent gt lt ge le
+  Located<std::string> value;
 };
+
+// Whether a condition operator compares numbers (its value must be one).
+inline bool IsNumericOp(const std::string& op) { return op == "gt" || op == "lt" || op == "ge" || op == "le"; }
 
 struct CorrelationRule {
   Located<std::string> id;
@@ -139,6 +148,7 @@ struct CorrelationRule {
   FindingSpec finding;
   std::vector<std::string> references;
   std::string source_file;
+  bool enabled = true;  // `enabled: false`: loaded and checked but not run
 };
 
 }  // namespace ncclscan

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <exception>
@@ -100,6 +101,9 @@ void RuleLoader::AddEmbedded() {
 }
 
 void RuleLoader::BeginLayer() { ++impl_->layer; }
+
+// Reported as "ncclscan: error: …" (no line: from the command line, not a file).
+void RuleLoader::Disable(const std::string& id) { impl_->disabled.push_back({id, SourcePos{"ncclscan", 0, 0}}); }
 
 void RuleLoader::AddSource(const std::string& name, const std::string& text) {
   sources_[name] = text;
@@ -422,9 +426,17 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         cr.c10_severities |= 1u << CompiledRule::SeverityBit(lv.value[0]);
         known = true;
       }
+      if (lv.value == "headerless") {  // neither an NCCL level nor a c10 severity
+        cr.c10_severities |= 1u;
+        known = true;
+      }
+      if (lv.value == "non-nccl") {  // every line that is not an NCCL line: c10 ones and headerless
+        cr.c10_severities |= 0x3fu;
+        known = true;
+      }
       if (!known) {
         im.Error(lv.pos, "E-BAD-VALUE", "unknown level '" + lv.value + "'",
-                 "NCCL levels INFO WARN TRACE CALL ABORT VERSION, or c10 severities E F W I V");
+                 "NCCL levels INFO WARN TRACE CALL ABORT VERSION, c10 severities E F W I V, headerless or non-nccl");
       }
     }
     cr.has_finding = r.finding.present;
@@ -454,6 +466,26 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
   };
   for (const auto& r : set->rules_) check_explains(r.spec.finding);
 
+  // Rules turned off: `enabled: false` on the definition in force, a file's
+  // `disable:` list, --disable. They are compiled and checked like the others
+  // (their examples run with every rule present) and set aside at the end.
+  std::set<std::string> off;
+  for (const auto& r : set->rules_) {
+    if (!r.spec.enabled) off.insert(r.spec.id.value);
+  }
+  for (const CorrelationRule* c : corrs) {
+    if (!c->enabled) off.insert(c->id.value);
+  }
+  for (const auto& d : im.disabled) {
+    if (all_ids.count(d.value)) {
+      off.insert(d.value);
+    } else {
+      im.Error(d.pos, "E-UNKNOWN-RULE",
+               std::string(d.pos.line == 0 ? "--disable" : "disable") + " names unknown rule '" + d.value + "'",
+               "no rule or correlation has this id; see 'ncclscan rules --list'");
+    }
+  }
+
   for (const CorrelationRule* c : corrs) {
     CompiledCorrelation cc;
     cc.spec = *c;
@@ -477,11 +509,21 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       for (const auto& w : c->where) {
         int f = need_fact(w.fact, "fact", true);
         cc.where_facts.push_back(f);
-        if (f >= 0 && set->facts()[f].keyed) {
-          im.Error(w.fact.pos, "E-BAD-VALUE", "condition on keyed fact '" + w.fact.value + "' is not supported");
+        const FactSpec* fs = f >= 0 ? &set->facts()[f] : nullptr;
+        if (fs && fs->keyed && w.key.value.empty()) {
+          im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is keyed: name the key",
+                   "write fact: " + w.fact.value + "[KEY], e.g. env[NCCL_IB_TIMEOUT]");
+        } else if (fs && !fs->keyed && !w.key.value.empty()) {
+          im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is not keyed: write fact: " + w.fact.value);
+        }
+        // A set holds several values: which one would be compared is unclear.
+        if (fs && fs->merge == MergeMode::kSet && IsNumericOp(w.op)) {
+          im.Error(w.value.pos, "E-BAD-VALUE",
+                   "'" + w.op + "' compares numbers, but fact '" + w.fact.value + "' (merge: set) holds a set of values",
+                   "use matches, equals or exists on a set");
         }
         if (w.op == "matches") {
-          RE2 re(w.value, opts);
+          RE2 re(w.value.value, opts);
           if (!re.ok()) im.Error(w.fact.pos, "E-BAD-REGEX", "invalid regex in 'matches': " + re.error());
         }
       }
@@ -564,37 +606,21 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         if (key[a]) cr.key_atoms.push_back(atoms[a]);
       }
     });
-    std::map<std::string, int> atom_id;
     for (size_t i = 0; i < set->rules_.size(); ++i) {
-      CompiledRule& cr = set->rules_[i];
-      if (cr.spec.fallback) {
-        set->fallback_rules_.push_back(static_cast<int>(i));
-        set->fallback_nccl_levels_ |= cr.nccl_levels;
-        set->fallback_c10_severities_ |= cr.c10_severities;
-        continue;
-      }
+      const CompiledRule& cr = set->rules_[i];
       if (no_literal[i]) {
         im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
                  "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",
                  "every line would run this regex; anchor it on a fixed word of the message");
-        continue;
-      }
-      for (const auto& a : cr.key_atoms) {
-        auto it = atom_id.find(a);
-        if (it == atom_id.end()) {
-          it = atom_id.emplace(a, set->matcher_.Add(a)).first;
-          set->atom_rules_.emplace_back();
-        }
-        set->atom_rules_[it->second].push_back(static_cast<int>(i));
       }
     }
-    set->matcher_.Build();
+    set->IndexRules();
   }
 
   // Embedded samples must agree with the compiled rule (through the whole path).
   // Rules are checked on two threads, each with its own parser and scratch;
   // their diagnostics are reported in rule order.
-  if (im.diags.empty()) {
+  if (check_examples_ && im.diags.empty()) {
     std::vector<std::vector<Diagnostic>> sample_diags(set->rules_.size());
     OnTwoThreads(set->rules_.size(), [&](size_t idx) {
       LineParser parser;
@@ -645,6 +671,17 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
 
   *diags = im.diags;
   if (!im.diags.empty()) return nullptr;
+  if (!off.empty()) {
+    std::vector<CompiledRule> on_rules;
+    for (auto& r : set->rules_) (off.count(r.spec.id.value) ? set->disabled_rules_ : on_rules).push_back(std::move(r));
+    set->rules_ = std::move(on_rules);
+    std::vector<CompiledCorrelation> on_corrs;
+    for (auto& c : set->correlations_) {
+      (off.count(c.spec.id.value) ? set->disabled_correlations_ : on_corrs).push_back(std::move(c));
+    }
+    set->correlations_ = std::move(on_corrs);
+    set->IndexRules();  // the prefilter without them: a disabled rule costs nothing per line
+  }
   return set;
 }
 
@@ -677,15 +714,34 @@ std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, st
   return out;
 }
 
-std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, std::string* errors, int* num_errors) {
+std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, std::string* errors, int* num_errors,
+                                   const std::vector<std::string>& disable, bool examples) {
   RuleLoader loader;
+  loader.set_check_examples(examples || !user_dirs.empty());
   loader.AddEmbedded();
   for (const auto& d : user_dirs) {
     loader.BeginLayer();
     loader.AddDirectory(d);
   }
+  for (const auto& id : disable) loader.Disable(id);
   std::vector<Diagnostic> diags;
   auto set = loader.Build(&diags);
+  if (set) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the sorted file names and texts
+    for (const auto& kv : loader.sources()) {
+      for (const std::string* s : {&kv.first, &kv.second}) {
+        for (unsigned char c : *s) {
+          h ^= c;
+          h *= 1099511628211ull;
+        }
+        h ^= 0xff;
+        h *= 1099511628211ull;
+      }
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    set->set_content_hash(buf);
+  }
   if (num_errors) *num_errors = static_cast<int>(diags.size());
   for (const auto& d : diags) *errors += RenderDiagnostic(d, loader.sources());
   return set;

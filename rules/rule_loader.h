@@ -12,6 +12,8 @@
 // Sources are added in layers: the rules compiled into the binary first, then
 // each --rules directory. A rule id repeated inside one layer is an error; a
 // later layer replaces a rule of an earlier one (that is how users override).
+// A rule is turned off by `enabled: false` on its definition, by a file's
+// top-level `disable: [ID, …]` (any layer, any rule), or by Disable().
 //
 // Thread-safety: single-threaded builder; the RuleSet it returns is immutable.
 #ifndef NCCLSCAN_RULES_RULE_LOADER_H_
@@ -48,6 +50,13 @@ class RuleLoader {
   // Adds every *.yaml / *.yml file under dir (sorted). Returns false (with a
   // diagnostic) if the directory cannot be read.
   bool AddDirectory(const std::string& dir);
+  // Turns off the rule or correlation `id` (--disable); Build reports an id
+  // that no layer defines (E-UNKNOWN-RULE).
+  void Disable(const std::string& id);
+  // Whether Build runs every rule's examples (default). A scan with the
+  // built-in rules alone may skip them: the same binary's `rules --check` and
+  // tests ran them, and they cost a third of start-up.
+  void set_check_examples(bool check) { check_examples_ = check; }
 
   // Validates and compiles. Returns null if there was any error; *diags gets
   // every problem found.
@@ -60,14 +69,19 @@ class RuleLoader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::map<std::string, std::string> sources_;
+  bool check_examples_ = true;
 };
 
 std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, std::string>& sources);
 
-// Convenience: the built-in rules plus optional user directories. On failure
-// returns null and writes rendered diagnostics to *errors.
+// Convenience: the built-in rules plus optional user directories, less the
+// rules in `disable`. On failure returns null and writes rendered diagnostics
+// to *errors. `examples`: check every rule's examples; with false they are
+// still checked whenever user rule files are loaded (a user rule can change
+// what a built-in example matches).
 std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, std::string* errors,
-                                   int* num_errors = nullptr);
+                                   int* num_errors = nullptr, const std::vector<std::string>& disable = {},
+                                   bool examples = true);
 
 // The rule files embedded at build time (generated from rules/*.yaml).
 struct EmbeddedRuleFile {

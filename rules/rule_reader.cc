@@ -1,6 +1,10 @@
 #include "rules/rule_reader.h"
 
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -62,6 +66,22 @@ bool RuleReader::Bool(const YAML::Node& n, const std::string& what, bool* out) {
     return false;
   }
   *out = s == "true";
+  return true;
+}
+
+bool RuleReader::Int(const YAML::Node& n, const std::string& what, int min, int* out) {
+  std::string s;
+  if (!Scalar(n, what, &s)) return false;
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno == ERANGE || v < min || v > INT_MAX) {
+    Error(Pos(n), "E-BAD-VALUE",
+          what + " must be " + (min == 1 ? "a positive integer" : "an integer of " + std::to_string(min) + " or more") +
+              ", not '" + s + "'");
+    return false;
+  }
+  *out = static_cast<int>(v);
   return true;
 }
 
@@ -127,7 +147,7 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
   ForEachKey(n, "finding",
-             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains"},
+             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "severity") {
@@ -157,6 +177,17 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
                  Scalar(v, "remediation", &f->remediation);
                } else if (key == "explains") {
                  StringList(v, "explains", &f->explains);
+               } else if (key == "owner") {
+                 if (Scalar(v, "owner", &f->owner)) {
+                   static const char* kOwners[] = {"fabric", "gpu-hardware", "node-config",
+                                                   "application", "launcher", "library"};
+                   bool ok = false;
+                   for (const char* o : kOwners) ok |= f->owner.value == o;
+                   if (!ok) {
+                     Error(Pos(v), "E-BAD-VALUE", "unknown owner '" + f->owner.value + "'",
+                           "use one of: fabric, gpu-hardware, node-config, application, launcher, library");
+                   }
+                 }
                }
              });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
@@ -205,7 +236,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   ForEachKey(
       n, "rule",
       {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
-       "level", "fallback", "finding", "references", "examples"},
+       "level", "fallback", "finding", "references", "examples", "enabled"},
       [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
         if (key == "id") Scalar(v, "id", &r.id);
         else if (key == "title") Scalar(v, "title", &r.title);
@@ -300,6 +331,8 @@ void RuleReader::ReadRule(const YAML::Node& n) {
           for (auto& x : refs) r.references.push_back(x.value);
         } else if (key == "examples") {
           ReadExamples(v, &r);
+        } else if (key == "enabled") {
+          Bool(v, "enabled", &r.enabled);
         }
       });
   if (r.id.value.empty()) {
@@ -328,7 +361,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   ForEachKey(n, "correlation",
              {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
               "absent", "select", "require", "min_reporters", "silent_is_behind", "ignore_unset", "normal",
-              "population", "finding", "references"},
+              "population", "finding", "references", "enabled"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "id") Scalar(v, "id", &c.id);
@@ -338,11 +371,9 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                else if (key == "fact") Scalar(v, "fact", &c.fact);
                else if (key == "over") OneOf(v, "over", "rank", "host", &c.over);
                else if (key == "min_subjects" || key == "min_reporters") {
-                 if (Scalar(v, key, &s)) {
-                   int x = std::atoi(s.c_str());
-                   if (x < 1) Error(Pos(v), "E-BAD-VALUE", key + " must be a positive integer");
-                   (key == "min_subjects" ? c.min_subjects : c.min_reporters) = x;
-                 }
+                 Int(v, key, 1, key == "min_subjects" ? &c.min_subjects : &c.min_reporters);
+               } else if (key == "enabled") {
+                 Bool(v, "enabled", &c.enabled);
                } else if (key == "where") {
                  if (!v.IsSequence()) {
                    Error(Pos(v), "E-BAD-VALUE", "where must be a list of conditions");
@@ -352,12 +383,29 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                    Condition cond;
                    cond.fact.pos = Pos(w);
                    ForEachKey(w, "condition",
-                              {"fact", "equals", "not_equals", "matches", "exists", "absent", "gt", "lt"},
-                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
-                                if (k == "fact") Scalar(x, "fact", &cond.fact);
-                                else {
+                              {"fact", "equals", "not_equals", "matches", "exists", "absent", "gt", "lt", "ge", "le"},
+                              [&](const std::string& k, const YAML::Node& kn, const YAML::Node& x) {
+                                if (k == "fact") {
+                                  // env[NCCL_IB_TIMEOUT]: one key of a keyed fact.
+                                  if (!Scalar(x, "fact", &cond.fact)) return;
+                                  const std::string& f = cond.fact.value;
+                                  size_t br = f.find('[');
+                                  if (br != std::string::npos && f.size() > br + 2 && f.back() == ']') {
+                                    cond.key = {f.substr(br + 1, f.size() - br - 2), cond.fact.pos};
+                                    cond.fact.value = f.substr(0, br);
+                                  }
+                                } else if (!cond.op.empty()) {
+                                  Error(Pos(kn), "E-BAD-VALUE", "condition has two operators ('" + cond.op + "' and '" +
+                                                                   k + "'); write one condition per operator");
+                                } else {
                                   cond.op = k;
-                                  Scalar(x, k, &cond.value);
+                                  if (!Scalar(x, k, &cond.value)) return;
+                                  long double num;
+                                  if (IsNumericOp(k) && !ParseNumber(cond.value.value, false, &num)) {
+                                    Error(cond.value.pos, "E-BAD-VALUE",
+                                          "'" + k + "' compares numbers; '" + cond.value.value + "' is not a number",
+                                          "write an integer (decimal, or hex with 0x); use equals / matches for text");
+                                  }
                                 }
                               });
                    if (cond.op.empty()) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
@@ -365,8 +413,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                  }
                } else if (key == "job") {
                  ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
-                   std::string t;
-                   if (Scalar(x, "hosts_gt", &t)) c.job_hosts_gt = std::atoi(t.c_str());
+                   Int(x, "hosts_gt", 0, &c.job_hosts_gt);
                  });
                } else if (key == "silent_is_behind" || key == "ignore_unset") {
                  Bool(v, key, key == "ignore_unset" ? &c.ignore_unset : &c.silent_is_behind);
@@ -455,12 +502,16 @@ void RuleReader::Read(const std::string& name, const Parsed& doc) {
   const YAML::Node& root = doc.root;
   if (root.IsNull()) return;  // empty file
   if (!root.IsMap()) {
-    Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations");
+    Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations, disable");
     return;
   }
   try {
-    ForEachKey(root, "rule file", {"facts", "rules", "correlations"},
+    ForEachKey(root, "rule file", {"facts", "rules", "correlations", "disable"},
                [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 if (key == "disable") {  // ids of rules defined elsewhere (built in, another file)
+                   StringList(v, "disable", &disabled);
+                   return;
+                 }
                  if (!v.IsSequence()) {
                    Error(Pos(v), "E-BAD-VALUE", key + " must be a list");
                    return;

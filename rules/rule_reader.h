@@ -25,6 +25,9 @@ class RuleReader {
   std::vector<FactEntry> facts;
   std::vector<RuleEntry> rules;
   std::vector<CorrEntry> correlations;
+  // Ids named by a file's top-level `disable:` list, or by --disable (file
+  // "--disable"): turned off in the final rule set, whatever layer defines them.
+  std::vector<Located<std::string>> disabled;
   std::vector<Diagnostic> diags;
 
   std::string file;  // the document being read, for positions
@@ -50,6 +53,8 @@ class RuleReader {
   bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
   bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
   bool Bool(const YAML::Node& n, const std::string& what, bool* out);
+  // A whole decimal integer >= min (atoi would read "many" as 0 and "3x" as 3).
+  bool Int(const YAML::Node& n, const std::string& what, int min, int* out);
   // A scalar that must be `a` or `b` (an error otherwise; the value is kept).
   void OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
              std::string* out);

@@ -77,6 +77,40 @@ const CompiledRule* RuleSet::FindRule(std::string_view id) const {
   return nullptr;
 }
 
+void RuleSet::IndexRules() {
+  matcher_ = LiteralMatcher();
+  info_matcher_ = LiteralMatcher();
+  atom_rules_.clear();
+  info_atom_rules_.clear();
+  fallback_rules_.clear();
+  fallback_nccl_levels_ = fallback_c10_severities_ = 0;
+  std::map<std::string, int, std::less<>> atom_id, info_atom_id;
+  auto add = [](LiteralMatcher* m, std::map<std::string, int, std::less<>>* ids, std::vector<std::vector<int>>* rules,
+                const std::string& a, int rule) {
+    auto it = ids->find(a);
+    if (it == ids->end()) {
+      it = ids->emplace(a, m->Add(a)).first;
+      rules->emplace_back();
+    }
+    (*rules)[it->second].push_back(rule);
+  };
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const CompiledRule& cr = rules_[i];
+    if (cr.spec.fallback) {
+      fallback_rules_.push_back(static_cast<int>(i));
+      fallback_nccl_levels_ |= cr.nccl_levels;
+      fallback_c10_severities_ |= cr.c10_severities;
+      continue;
+    }
+    for (const auto& a : cr.key_atoms) {
+      add(&matcher_, &atom_id, &atom_rules_, a, static_cast<int>(i));
+      if (cr.AdmitsNcclInfo()) add(&info_matcher_, &info_atom_id, &info_atom_rules_, a, static_cast<int>(i));
+    }
+  }
+  matcher_.Build();
+  info_matcher_.Build();
+}
+
 bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups) {
   groups[0] = re2::StringPiece(text.data(), text.size());
   // Fields are found in order: each anchor is searched from the previous one.

@@ -73,16 +73,24 @@ struct CompiledRule {
   // process: a run of its matches can be folded to one update per fact entry
   // before the serial stage (see the scanner).
   bool foldable = false;
-  // `level:` as masks: bit (1 << NcclLevel) of NCCL lines, and c10 severities.
+  // `level:` as masks: bit (1 << NcclLevel) of NCCL lines, and c10 severities
+  // (bit 0: `headerless`, lines with neither, e.g. PyTorch's "Last error:" copy).
   uint32_t nccl_levels = 0;
   uint32_t c10_severities = 0;  // bit (1 << SeverityBit(c))
   bool has_finding = false;
 
   // Whether the rule's `level:` admits the line (no `level:` admits every line).
-  bool LevelAdmits(const ParsedLine& line) const {
-    if (nccl_levels == 0 && c10_severities == 0) return true;
-    if ((nccl_levels >> static_cast<int>(line.level)) & 1u) return true;
-    return line.severity != 0 && ((c10_severities >> SeverityBit(line.severity)) & 1u);
+  bool LevelAdmits(const ParsedLine& line) const { return AdmitsLevel(nccl_levels, c10_severities, line); }
+  static bool AdmitsLevel(uint32_t nccl, uint32_t c10, const ParsedLine& line) {
+    if (nccl == 0 && c10 == 0) return true;
+    if (line.level != NcclLevel::kNone) return (nccl >> static_cast<int>(line.level)) & 1u;
+    return (c10 >> SeverityBit(line.severity)) & 1u;  // SeverityBit(0) == 0: headerless
+  }
+  // Whether NCCL INFO lines (the bulk of a log) can reach the rule: its family
+  // and its `level:` both admit them.
+  bool AdmitsNcclInfo() const {
+    if (!spec.any_family && spec.family != Family::kNccl) return false;
+    return (nccl_levels == 0 && c10_severities == 0) || ((nccl_levels >> static_cast<int>(NcclLevel::kInfo)) & 1u);
   }
   // c10 severity letters E F W I V as bit positions (0 for anything else).
   static int SeverityBit(char c) {
@@ -163,6 +171,10 @@ class RuleSet {
   int FindFact(std::string_view name) const;
   const CompiledRule* FindRule(std::string_view id) const;
   const CompiledCorrelation* FindCorrelation(std::string_view id) const;
+  // Rules and correlations turned off (`enabled: false`, `disable:`, --disable):
+  // loaded and checked, never matched or run; kept for listing and explain.
+  const std::vector<CompiledRule>& disabled_rules() const { return disabled_rules_; }
+  const std::vector<CompiledCorrelation>& disabled_correlations() const { return disabled_correlations_; }
   // The prefilter over every rule's key atoms (exposed for benchmarks and tests).
   const LiteralMatcher& matcher() const { return matcher_; }
   // The part of a line the prefilter searches: the message of NCCL / c10 lines
@@ -183,7 +195,11 @@ class RuleSet {
   void Match(const ParsedLine& line, MatchScratch* ms, F&& on_match) const {
     if (line.binary) return;
     ms->atoms.clear();
-    matcher_.FindAll(PrefilterText(line), &ms->atoms, &ms->seen);
+    // NCCL INFO lines are most of a log: they get a prefilter over just the
+    // rules that can match them (most WARN-message rules say `level:`).
+    const bool info = line.family == Family::kNccl && line.level == NcclLevel::kInfo;
+    const auto& atom_rules = info ? info_atom_rules_ : atom_rules_;
+    (info ? info_matcher_ : matcher_).FindAll(PrefilterText(line), &ms->atoms, &ms->seen);
     bool found = false;  // a rule with a finding matched
     auto try_rule = [&](int idx) {
       const CompiledRule& r = rules_[idx];
@@ -213,8 +229,8 @@ class RuleSet {
       return;
     }
     // Most matching lines have one atom that keys one rule (a COLL line).
-    if (ms->atoms.size() == 1 && atom_rules_[ms->atoms[0]].size() == 1) {
-      try_rule(atom_rules_[ms->atoms[0]][0]);
+    if (ms->atoms.size() == 1 && atom_rules[ms->atoms[0]].size() == 1) {
+      try_rule(atom_rules[ms->atoms[0]][0]);
       try_fallbacks();
       return;
     }
@@ -223,7 +239,7 @@ class RuleSet {
     ms->candidates.clear();
     ms->rule_seen.resize(rules_.size());
     for (int a : ms->atoms) {
-      for (int idx : atom_rules_[a]) {
+      for (int idx : atom_rules[a]) {
         if (!ms->rule_seen[idx]) {
           ms->rule_seen[idx] = 1;
           ms->candidates.push_back(idx);
@@ -238,22 +254,34 @@ class RuleSet {
 
   const std::vector<int>& fallback_rules() const { return fallback_rules_; }
 
+  // A hash of every rule file's name and text (built-in and --rules), so a
+  // diagnosis says exactly which rules made it.
+  const std::string& content_hash() const { return content_hash_; }
+  void set_content_hash(std::string h) { content_hash_ = std::move(h); }
+
  private:
   // Cheap test before any fallback rule: the line's level is one some fallback admits.
   bool MayFallBack(const ParsedLine& line) const {
-    if ((fallback_nccl_levels_ >> static_cast<int>(line.level)) & 1u) return true;
-    return line.severity != 0 && ((fallback_c10_severities_ >> CompiledRule::SeverityBit(line.severity)) & 1u);
+    return (fallback_nccl_levels_ | fallback_c10_severities_) != 0 &&
+           CompiledRule::AdmitsLevel(fallback_nccl_levels_, fallback_c10_severities_, line);
   }
   friend class RuleLoader;
+  // (Re)builds the prefilter and the fallback list over rules_ (by key_atoms).
+  void IndexRules();
   // `fields` rules: every anchor must occur; groups[i] is the token next to anchor i.
   static bool ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups);
   std::vector<FactSpec> facts_;
   std::map<std::string, int, std::less<>> fact_index_;
   std::vector<CompiledRule> rules_;  // index = FilteredRE2 regexp id
   std::vector<CompiledCorrelation> correlations_;
+  std::vector<CompiledRule> disabled_rules_;
+  std::vector<CompiledCorrelation> disabled_correlations_;
   LiteralMatcher matcher_;
   std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
+  LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines
+  std::vector<std::vector<int>> info_atom_rules_;
   std::vector<int> fallback_rules_;           // in rule order
+  std::string content_hash_;
   uint32_t fallback_nccl_levels_ = 0;         // union of the fallback rules' masks
   uint32_t fallback_c10_severities_ = 0;
 };

@@ -27,10 +27,14 @@ PLAN=(
   fail_on_default_error_exit_1 fail_on_never fail_on_critical markdown
   rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
   test_unknown_case status_unknown_on_unrecognised_input
+  rules_list_json disable_flag disable_unknown_rule test_disable_unknown_rule disable_list_in_rule_file
+  disable_list_unknown_rule rule_comparison_with_non_number readme_site_rule_fires_below_18
+  readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size corpus_case_passes broken_rule_fails_with_diff
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
+  write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
 )
 pass=0
 fail=0
@@ -248,6 +252,64 @@ end
 check user_rule_check 0 "$NS" rules --check "$T/myrules"
 end
 
+# --- rules a user can bend: --disable, disable:, rules --list --format json, the README's site rule
+check rules_list_json 0 "$NS" rules --list --format json
+expect is_json
+expect json_eq '[(r["kind"], r["source"], r["enabled"]) for r in d["rules"] if r["id"] == "DIVERGENT-RANK"]' \
+  "[('extreme', 'rules/correlations.yaml', True)]"
+expect json_eq 'sorted(d["rules"][0])' "['category', 'enabled', 'id', 'kind', 'line', 'severity', 'source', 'title']"
+end
+check disable_flag 0 "$NS" --disable NCCL-CONNECT-FAILED --format json --fail-on never "$GOOD"
+expect json_eq '"NCCL-CONNECT-FAILED" in [f["rule"] for f in d["findings"]]' False
+also_run 0 "$NS" --format json --fail-on never "$GOOD"
+expect json_eq '"NCCL-CONNECT-FAILED" in [f["rule"] for f in d["findings"]]' True
+end
+check disable_unknown_rule 2 "$NS" --disable NO-SUCH-RULE "$GOOD"
+expect err_has "^ncclscan: error: --disable names unknown rule 'NO-SUCH-RULE' \[E-UNKNOWN-RULE\]"
+expect err_has 'nothing was scanned'
+end
+check test_disable_unknown_rule 2 "$NS" test "$ROOT/corpus" --disable NO-SUCH-RULE
+expect err_has "unknown rule 'NO-SUCH-RULE'"
+end
+mkdir -p "$T/offrules"
+printf 'disable: [NCCL-CONNECT-FAILED]\n' >"$T/offrules/off.yaml"
+check disable_list_in_rule_file 0 "$NS" rules --list --format json --rules "$T/offrules"
+expect json_eq '[r["enabled"] for r in d["rules"] if r["id"] == "NCCL-CONNECT-FAILED"]' '[False]'
+end
+printf 'disable: [NCCL-CONNECT-FAILD]\n' >"$T/offrules/off.yaml"
+check disable_list_unknown_rule 2 "$NS" rules --check "$T/offrules"
+expect err_has "off.yaml:1:11: error: disable names unknown rule 'NCCL-CONNECT-FAILD' \[E-UNKNOWN-RULE\]"
+end
+printf 'correlations:\n  - {id: X, title: t, category: env, kind: condition, where: [{fact: network, gt: many}], finding: {explanation: x}}\n' \
+  >"$T/offrules/off.yaml"
+check rule_comparison_with_non_number 2 "$NS" rules --check "$T/offrules"
+expect err_has "'gt' compares numbers; 'many' is not a number \[E-BAD-VALUE\]"
+end
+
+# The README's site rule, as printed there (under 15 lines), fires at 14 and not at 22.
+mkdir -p "$T/readme_rule"
+"$PY" - "$ROOT/README.md" "$T/readme_rule/site.yaml" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "NCCL_IB_TIMEOUT" in b]
+open(sys.argv[2], "w").write(blocks[0] if blocks else "")
+PYEOF
+printf 'gpu-a17:1:1 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 14.\n' >"$T/ibto14.log"
+printf 'gpu-a17:1:1 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.\n' >"$T/ibto22.log"
+short_rule() {
+  local n
+  n=$(grep -c . "$T/readme_rule/site.yaml")
+  [ "$n" -gt 0 ] && [ "$n" -lt 15 ] || { why="$n lines"; return 1; }
+}
+check readme_site_rule_fires_below_18 1 "$NS" --rules "$T/readme_rule" --fail-on warning --format json "$T/ibto14.log"
+expect short_rule
+expect json_eq '[(f["rule"], f["title"]) for f in d["findings"]]' "[('SITE-IB-TIMEOUT-LOW', 'NCCL_IB_TIMEOUT set below 18')]"
+expect json_eq 'd["findings"][0]["explanation"].count("NCCL_IB_TIMEOUT=14")' 1
+end
+check readme_site_rule_silent_at_22 0 "$NS" --rules "$T/readme_rule" --fail-on warning --format json "$T/ibto22.log"
+expect json_eq '[f["rule"] for f in d["findings"]]' '[]'
+end
+
 mkdir -p "$T/notyaml"
 printf 'rules: [a, b\n  c: {\n' >"$T/notyaml/x.yaml"
 check rule_file_not_yaml 2 "$NS" --rules "$T/notyaml" "$GOOD"
@@ -389,6 +451,49 @@ mkfifo "$T/fifo"
 check fifo_on_stdin 1 sh -c "'$NS' --format json < '$T/fifo'"
 expect is_json
 expect json_eq 'd["input"]["lines"]' 2
+end
+
+# --- output: a failed write is an error; input text is escaped; --ranks ------------
+CASE_DIR="$ROOT/corpus/sim-divergent_rank-perrank-12r3h"
+check write_error_dev_full 2 sh -c "'$NS' --format json '$CASE_DIR' > /dev/full"
+expect err_has '^ncclscan: error: cannot write output: No space left on device$'
+end
+
+# closed_pipe CMD...: runs CMD with stdout a pipe whose reading end is already
+# closed (what `ncclscan ... | head` meets), SIGPIPE at its default.
+closed_pipe() {
+  "$PY" -c 'import os,subprocess,sys; r,w=os.pipe(); os.close(r); sys.exit(subprocess.call(sys.argv[1:], stdout=w))' "$@"
+}
+check write_error_closed_pipe 2 closed_pipe "$NS" --format json "$CASE_DIR"
+expect err_has '^ncclscan: error: cannot write output: Broken pipe$'
+end
+
+out_lacks() { ! grep -q -- "$1" "$T/out" || { why="stdout: $(grep -m1 -- "$1" "$T/out" | head -c 200)"; return 1; }; }
+# no_raw_controls: stdout is UTF-8 with no C0 control but tab and newline, no DEL, C1 or bidi control.
+no_raw_controls() {
+  "$PY" -c '
+import sys
+t = open(sys.argv[1], "rb").read().decode("utf-8")
+bad = [c for c in t if (ord(c) < 32 and c not in "\t\n") or 0x7f <= ord(c) <= 0x9f or 0x202a <= ord(c) <= 0x202e
+       or 0x2066 <= ord(c) <= 0x2069 or ord(c) in (0x200e, 0x200f, 0x61c)]
+sys.exit(1 if bad else 0)' "$T/out" 2>/dev/null || { why="stdout: $(snippet "$T/out")"; return 1; }
+}
+evil="$T/evil"$'\n```\n<img src=x onerror=alert(1)>\e[2J.log'
+printf 'n1:7:7 [0] transport/frob.cc:1 NCCL WARN <img src=x> [x](javascript:alert(1)) @channel \xe2\x80\xae \xc2\x9b \e[31m\n' >"$evil"
+check markdown_escapes_hostile_input 1 "$NS" --format markdown "$evil"
+expect no_raw_controls
+expect out_has '&lt;img src=x&gt; \\\[x\\\](javascript:alert(1)) @'
+expect out_lacks '^\*\*Why:\*\*.*@channel'
+expect out_has '^````text$'
+also_run 1 "$NS" --color never "$evil"
+expect no_raw_controls
+expect out_has '\\u202e \\u009b'
+end
+
+check ranks_table 0 "$NS" --ranks --color never "$ROOT/corpus/sim-straggler-perrank-2r1h"
+expect out_has '^  rank  host          pid   devices  NCCL    transport  last seq           first error$'
+expect out_has '^  0     gpu-node-000  1812  0        2.18.3  IB         opCount 27 (0x1b)  -$'
+expect out_has 'only up to opCount 27 (0x1b) while the others reached 39 (0x27)'
 end
 
 finish

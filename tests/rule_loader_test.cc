@@ -54,8 +54,8 @@ TEST(RuleLoader, RejectsUnknownKey) {
             "t.yaml:12:5: error: unknown key 'titel' in rule [E-UNKNOWN-KEY]\n"
             "        titel: oops\n"
             "        ^\n"
-            "help: allowed keys: category, examples, facts, fallback, family, fields, finding, id, identity, level, "
-            "lookup, pattern, references, subject, title\n");
+            "help: allowed keys: category, enabled, examples, facts, fallback, family, fields, finding, id, identity, "
+            "level, lookup, pattern, references, subject, title\n");
 }
 
 // A catch-all: tried only where no rule with a finding matched, only on its levels.
@@ -125,7 +125,7 @@ TEST(RuleLoader, RejectsUnknownLevel) {
             "t.yaml:12:13: error: unknown level 'WARNING' [E-BAD-VALUE]\n"
             "        level: [WARNING]\n"
             "                ^\n"
-            "help: NCCL levels INFO WARN TRACE CALL ABORT VERSION, or c10 severities E F W I V\n");
+            "help: NCCL levels INFO WARN TRACE CALL ABORT VERSION, c10 severities E F W I V, headerless or non-nccl\n");
 }
 
 TEST(RuleLoader, RejectsBadRegexWithCaret) {
@@ -247,6 +247,153 @@ TEST(RuleLoader, LaterLayerOverridesRule) {
   ASSERT_TRUE(set) << (diags.empty() ? "" : diags[0].message);
   ASSERT_EQ(set->rules().size(), 1u);
   EXPECT_EQ(set->rules()[0].spec.source_file, "b.yaml");
+}
+
+// A condition correlation over `network` (unkeyed, last) and `env` (keyed).
+std::string Condition(const std::string& where, const std::string& extra = "") {
+  return std::string(kFacts) +
+         "  - name: env\n"
+         "    merge: last\n"
+         "    keyed: true\n"
+         "  - name: peers\n"
+         "    merge: set\n"
+         "correlations:\n"
+         "  - id: COND\n"
+         "    title: t\n"
+         "    category: env\n"
+         "    kind: condition\n"
+         "    where:\n" +
+         where + extra +
+         "    finding: {severity: warning, explanation: x}\n";
+}
+
+TEST(RuleLoader, AcceptsNumericAndKeyedConditions) {
+  std::unique_ptr<RuleSet> set;
+  EXPECT_EQ(Load(Condition("      - {fact: 'env[NCCL_IB_TIMEOUT]', lt: 18}\n"
+                           "      - {fact: 'env[NCCL_IB_RETRY_CNT]', ge: '0x7'}\n"
+                           "      - {fact: network, le: -1}\n"
+                           "      - {fact: network, gt: '+3'}\n"
+                           "      - {fact: peers, matches: '^10[.]'}\n",
+                           "    job: {hosts_gt: 0}\n"),
+                 &set),
+            "");
+  ASSERT_TRUE(set);
+  const auto& where = set->correlations()[0].spec.where;
+  ASSERT_EQ(where.size(), 5u);
+  EXPECT_EQ(where[0].fact.value, "env");
+  EXPECT_EQ(where[0].key.value, "NCCL_IB_TIMEOUT");
+  EXPECT_EQ(where[0].op, "lt");
+  EXPECT_EQ(where[1].op, "ge");
+  EXPECT_EQ(where[2].key.value, "");
+}
+
+// Regression: values were read with atoi, so `lt: many` compared with 0 and
+// `hosts_gt: many` loaded as 0.
+TEST(RuleLoader, RejectsComparisonWithANonNumber) {
+  EXPECT_EQ(Load(Condition("      - {fact: network, gt: many}\n")),
+            "t.yaml:16:29: error: 'gt' compares numbers; 'many' is not a number [E-BAD-VALUE]\n"
+            "          - {fact: network, gt: many}\n"
+            "                                ^\n"
+            "help: write an integer (decimal, or hex with 0x); use equals / matches for text\n");
+  EXPECT_NE(Load(Condition("      - {fact: network, le: '1.5'}\n")).find("'le' compares numbers; '1.5' is not"),
+            std::string::npos);
+}
+
+TEST(RuleLoader, RejectsIntegersThatAreNotWholeNumbers) {
+  EXPECT_EQ(Load(Condition("      - {fact: network, exists: true}\n", "    job: {hosts_gt: many}\n")),
+            "t.yaml:17:21: error: hosts_gt must be an integer of 0 or more, not 'many' [E-BAD-VALUE]\n"
+            "        job: {hosts_gt: many}\n"
+            "                        ^\n");
+  EXPECT_NE(Load(Condition("      - {fact: network, exists: true}\n", "    min_subjects: 3x\n"))
+                .find("min_subjects must be a positive integer, not '3x' [E-BAD-VALUE]"),
+            std::string::npos);
+}
+
+TEST(RuleLoader, RejectsKeyedFactWithoutKeyAndKeyOnUnkeyedFact) {
+  EXPECT_EQ(Load(Condition("      - {fact: env, exists: true}\n")),
+            "t.yaml:16:16: error: fact 'env' is keyed: name the key [E-BAD-VALUE]\n"
+            "          - {fact: env, exists: true}\n"
+            "                   ^\n"
+            "help: write fact: env[KEY], e.g. env[NCCL_IB_TIMEOUT]\n");
+  EXPECT_EQ(Load(Condition("      - {fact: 'network[IB]', exists: true}\n")),
+            "t.yaml:16:16: error: fact 'network' is not keyed: write fact: network [E-BAD-VALUE]\n"
+            "          - {fact: 'network[IB]', exists: true}\n"
+            "                   ^\n");
+}
+
+TEST(RuleLoader, RejectsNumericComparisonOnASet) {
+  EXPECT_EQ(Load(Condition("      - {fact: peers, gt: 2}\n")),
+            "t.yaml:16:27: error: 'gt' compares numbers, but fact 'peers' (merge: set) holds a set of values "
+            "[E-BAD-VALUE]\n"
+            "          - {fact: peers, gt: 2}\n"
+            "                              ^\n"
+            "help: use matches, equals or exists on a set\n");
+}
+
+TEST(RuleLoader, RejectsConditionWithTwoOperators) {
+  EXPECT_EQ(Load(Condition("      - {fact: network, gt: 1, lt: 5}\n")),
+            "t.yaml:16:32: error: condition has two operators ('gt' and 'lt'); write one condition per operator "
+            "[E-BAD-VALUE]\n"
+            "          - {fact: network, gt: 1, lt: 5}\n"
+            "                                   ^\n");
+}
+
+TEST(RuleLoader, EnabledFalseKeepsTheRuleOutOfTheSetButChecksIt) {
+  std::unique_ptr<RuleSet> set;
+  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))") +
+                     Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: false\n");
+  ASSERT_EQ(Load(text, &set), "");
+  ASSERT_EQ(set->rules().size(), 1u);
+  EXPECT_EQ(set->rules()[0].spec.id.value, "NET-A");
+  ASSERT_EQ(set->disabled_rules().size(), 1u);
+  EXPECT_EQ(set->disabled_rules()[0].spec.id.value, "NET-B");
+  EXPECT_EQ(MatchedIds(*set, "n1:1:1 [0] NCCL INFO Using network IB"), std::vector<std::string>{"NET-A"});
+  // Its examples are still its regression test.
+  std::string bad = std::string(kFacts) + "rules:\n" +
+                    Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: false\n",
+                         "n1:1:1 [0] NCCL INFO Using network Socket");
+  EXPECT_NE(Load(bad).find("rule NET-B does not match its example [E-SAMPLE-NO-MATCH]"), std::string::npos);
+  EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
+                 Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: no\n")),
+            "t.yaml:12:14: error: enabled must be true or false [E-BAD-VALUE]\n"
+            "        enabled: no\n"
+            "                 ^\n");
+}
+
+TEST(RuleLoader, DisableListTurnsOffRulesOfEarlierLayers) {
+  RuleLoader loader;
+  loader.AddSource("a.yaml", Condition("      - {fact: network, exists: true}\n") + "rules:\n" +
+                                 Rule("NET-A", R"(Using network (?P<network>\S+))") +
+                                 Rule("NET-B", R"(Using network (?P<network>IB))"));
+  loader.BeginLayer();
+  loader.AddSource("site.yaml", "disable: [NET-A, COND]\n");
+  std::vector<Diagnostic> diags;
+  auto set = loader.Build(&diags);
+  ASSERT_TRUE(set) << (diags.empty() ? "" : diags[0].message);
+  ASSERT_EQ(set->rules().size(), 1u);
+  EXPECT_EQ(set->rules()[0].spec.id.value, "NET-B");
+  EXPECT_TRUE(set->correlations().empty());
+  ASSERT_EQ(set->disabled_correlations().size(), 1u);
+  EXPECT_EQ(MatchedIds(*set, "n1:1:1 [0] NCCL INFO Using network Socket"), std::vector<std::string>{});
+}
+
+TEST(RuleLoader, RejectsDisableOfAnUnknownRule) {
+  RuleLoader loader;
+  loader.AddSource("a.yaml", std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))"));
+  loader.BeginLayer();
+  loader.AddSource("site.yaml", "disable:\n  - NET-A\n  - NET-Z\n");
+  loader.Disable("NO-SUCH");
+  std::vector<Diagnostic> diags;
+  EXPECT_FALSE(loader.Build(&diags));
+  std::string out;
+  for (const auto& d : diags) out += RenderDiagnostic(d, loader.sources());
+  EXPECT_EQ(out,
+            "site.yaml:3:5: error: disable names unknown rule 'NET-Z' [E-UNKNOWN-RULE]\n"
+            "      - NET-Z\n"
+            "        ^\n"
+            "help: no rule or correlation has this id; see 'ncclscan rules --list'\n"
+            "ncclscan: error: --disable names unknown rule 'NO-SUCH' [E-UNKNOWN-RULE]\n"
+            "help: no rule or correlation has this id; see 'ncclscan rules --list'\n");
 }
 
 TEST(RuleLoader, BuiltInRulesLoadAndTheirSamplesPass) {

@@ -1,6 +1,8 @@
 #include "engine/scanner.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -292,6 +294,23 @@ TEST(Scanner, MissingFileIsAnErrorOthersContinue) {
   EXPECT_EQ(a.inputs, 1u);
 }
 
+TEST(Scanner, GluedWarnLinesAreEachMatchedAlone) {
+  TempDir dir;
+  std::string path = dir.Write(
+      "g.log",
+      "n1:7:9 [0] misc/socket.cc:1 NCCL WARN socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection "
+      "refused n1:7:9 [0] transport/frob.cc:2 NCCL WARN frob exploded n1:7:9 [0] NCCL INFO transport/frob.cc:3 -> 2\n");
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  std::map<std::string, const Finding*> by_rule;
+  for (const auto& f : a.diagnosis.findings) by_rule[f.rule_id] = &f;
+  ASSERT_TRUE(by_rule.count("NCCL-CONNECT-FAILED"));
+  ASSERT_TRUE(by_rule.count("NCCL-WARN-UNRECOGNISED"));
+  const Finding& unknown = *by_rule["NCCL-WARN-UNRECOGNISED"];
+  // The catch-all's text ends where the next glued line begins, and the chain after it names the result.
+  EXPECT_NE(unknown.explanation.find("\"frob exploded\""), std::string::npos) << unknown.explanation;
+  EXPECT_EQ(unknown.result.rfind("ncclSystemError (2)", 0), 0u) << unknown.result;
+}
+
 TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
   TempDir dir;
   std::string log;
@@ -341,6 +360,43 @@ TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
       "ends in a word\nEpoch 3 step 200 loss 1.25\n");
   Analysis b = Analyze(Rules(), {plain}, ScanOptions());
   EXPECT_EQ(b.state->counters().wrapped_joined, 0u);
+}
+
+// `where` on one key of a keyed fact, compared as numbers (14 < 9 as text).
+TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
+  RuleLoader loader;
+  loader.AddEmbedded();
+  loader.BeginLayer();
+  std::string site = "correlations:\n";
+  for (const char* op : {"lt", "le", "ge", "gt"}) {
+    site += std::string("  - id: TIMEOUT-") + (op[0] == 'l' ? "L" : "G") + (op[1] == 't' ? "T" : "E") +
+            "\n"
+            "    title: t\n"
+            "    category: env\n"
+            "    kind: condition\n"
+            "    where: [{fact: 'env[NCCL_IB_TIMEOUT]', " + op + ": 18}]\n"
+            "    finding: {severity: warning, explanation: 'NCCL_IB_TIMEOUT={value} on {hosts}'}\n";
+  }
+  loader.AddSource("site.yaml", site);
+  std::vector<Diagnostic> diags;
+  auto rules = loader.Build(&diags);
+  ASSERT_TRUE(rules) << (diags.empty() ? "" : diags[0].message);
+  TempDir dir;
+  std::string log;
+  for (const char* v : {"9", "14", "18", "22", "abc"}) {
+    log += std::string("h") + v + ":1:1 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to " + v + ".\n";
+  }
+  log += "h0:1:1 [0] NCCL INFO NCCL_IB_RETRY_CNT set by environment to 3.\n";  // another key only
+  Analysis a = Analyze(*rules, {dir.Write("job.log", log)}, ScanOptions());
+  std::map<std::string, std::vector<std::string>> hosts;
+  for (const Finding& f : a.diagnosis.findings) {
+    if (f.rule_id.rfind("TIMEOUT-", 0) == 0) hosts[f.rule_id] = f.hosts;
+  }
+  using V = std::vector<std::string>;
+  EXPECT_EQ(hosts["TIMEOUT-LT"], (V{"h14", "h9"}));
+  EXPECT_EQ(hosts["TIMEOUT-LE"], (V{"h14", "h18", "h9"}));
+  EXPECT_EQ(hosts["TIMEOUT-GE"], (V{"h18", "h22"}));
+  EXPECT_EQ(hosts["TIMEOUT-GT"], (V{"h22"}));
 }
 
 }  // namespace
