@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/source.h"
+#include "parsers/flight_recorder.h"
 #include "parsers/parsed_line.h"
 #include "parsers/text_util.h"
 #include "rules/rule_set.h"
@@ -209,6 +210,9 @@ class JobState {
   const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
   const std::map<std::string, LineFindingAcc>& line_findings() const { return line_findings_; }
   const std::vector<std::string>& identity_conflicts() const { return identity_conflicts_; }
+  // Flight Recorder dumps read among the inputs (whole files, not lines).
+  void AddFlightRecorder(FrFile f) { flight_recorders_.push_back(std::move(f)); }
+  const std::vector<FrFile>& flight_recorders() const { return flight_recorders_; }
   std::set<std::string> Hosts() const;
   // Live subjects (not merged away), ordered by rank then label.
   std::vector<int> LiveSubjects() const;
@@ -247,6 +251,7 @@ class JobState {
   std::map<std::string, std::map<std::string, int64_t>, std::less<>> hint_hosts_;
   std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
+  std::vector<FrFile> flight_recorders_;
   // Per subject: the finding of its last WARN line whose return-code chain
   // (identity `result`) has not been seen yet; "" when none is open.
   std::vector<std::string> open_warn_;
