@@ -12,7 +12,7 @@
 // std:: distributions (their algorithms differ between standard libraries), and no floating
 // point from libm reaches the text.
 //
-// Shape references: /work/shared/FORMATS.md (section letters in comments refer to it).
+// Shape references: docs/formats.md (section letters in comments refer to it).
 
 #include <algorithm>
 #include <cerrno>
@@ -258,7 +258,7 @@ struct Ver {
   bool AtLeast(int mi, int pa = 0) const { return minor > mi || (minor == mi && patch >= pa); }
 };
 
-// Accepted: 2.18.x … 2.27.x (the shapes FORMATS.md documents for that span).
+// Accepted: 2.18.x … 2.27.x (the shapes docs/formats.md documents for that span).
 bool ParseVer(const std::string& s, Ver* v) {
   int maj = 0, mi = 0, pa = 0;
   char extra = 0;

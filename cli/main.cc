@@ -16,6 +16,7 @@
 #include "engine/analyze.h"
 #include "engine/corpus_runner.h"
 #include "engine/report.h"
+#include "engine/trace_report.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 
@@ -274,8 +275,8 @@ int CmdScan(int argc, char** argv) {
     std::cout << "ncclscan " << ToolVersion() << "\n";
     return kExitOk;
   }
-  if (format != "text" && format != "json" && format != "markdown") {
-    Error("unknown --format '" + format + "' (use text, json or markdown)");
+  if (format != "text" && format != "json" && format != "markdown" && format != "trace") {
+    Error("unknown --format '" + format + "' (use text, json, markdown or trace)");
     return kExitError;
   }
   if (color != "auto" && color != "always" && color != "never") {
@@ -317,6 +318,8 @@ int CmdScan(int argc, char** argv) {
     WriteReport(RenderJson(*a.state, a.diagnosis));
   } else if (format == "markdown") {
     WriteReport(RenderMarkdown(*a.state, a.diagnosis, ro));
+  } else if (format == "trace") {
+    WriteReport(RenderTrace(*a.state, a.diagnosis));
   } else {
     ro.color = UseColor(color, 1);
     ro.verbose = vm.count("verbose") > 0;

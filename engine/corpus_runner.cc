@@ -69,6 +69,10 @@ struct Expectation {
   bool has_present = false, has_absent = false;
   std::string max_severity;
   std::string status;  // verdict status (ok warn fail unknown partial), "" = not checked
+  // Why the tool cannot reach this (honest) expectation yet; the case then
+  // reports XFAIL while it fails, and fails (XPASS) once it passes, so the
+  // note is removed when the tool catches up.
+  std::string known_failure;
   bool has_summary = false;
   std::string sum_ranks;
   bool sum_has_ranks = false, sum_has_hosts = false, sum_has_comms = false, sum_has_versions = false;
@@ -145,6 +149,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
   }
   if (root["max_severity"].get_string().get(s) == simdjson::SUCCESS) ex->max_severity = std::string(s);
   if (root["status"].get_string().get(s) == simdjson::SUCCESS) ex->status = std::string(s);
+  if (root["known_failure"].get_string().get(s) == simdjson::SUCCESS) ex->known_failure = std::string(s);
   simdjson::dom::element sum;
   if (root["summary"].get(sum) == simdjson::SUCCESS && sum.is_object()) {
     ex->has_summary = true;
@@ -370,6 +375,7 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
     out += ",\n  \"max_severity\": " + Quote(SeverityName(worst));
   }
   if (!old.status.empty()) out += ",\n  \"status\": " + Quote(d.status);
+  if (!old.known_failure.empty()) out += ",\n  \"known_failure\": " + Quote(old.known_failure);
   if (old.has_summary) {
     const JobState& st = *a.state;
     std::vector<std::string> parts;
@@ -459,6 +465,11 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
       logs.push_back(f);
     }
     Analysis a = Analyze(rules, logs, opts.scan);
+    if (opts.update && !ex.known_failure.empty()) {
+      // Its expectation is the truth the tool does not reach yet: not rewritten.
+      *out += color("33;1", "KEPT") + " " + dir + " (known failure)\n";
+      continue;
+    }
     if (opts.update) {
       std::vector<std::string> notes;
       std::string text = WriteExpectation(ex, a, &notes);
@@ -476,6 +487,17 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
       continue;
     }
     std::vector<std::string> diffs = Compare(ex, a);
+    if (!ex.known_failure.empty()) {
+      if (diffs.empty()) {
+        res.failed++;
+        *out += color("31;1", "XPASS") + " " + dir + ": passes now; remove its \"known_failure\" note\n";
+      } else {
+        res.known_failures++;
+        *out += color("33;1", "XFAIL") + " " + dir + ": " + ex.known_failure + "\n";
+        for (const auto& dline : diffs) *out += "    - " + dline + "\n";
+      }
+      continue;
+    }
     if (diffs.empty()) {
       *out += color("32;1", "PASS") + " " + dir + "\n";
       res.passed++;
@@ -487,6 +509,10 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
     *out += "    findings were:\n";
     if (a.diagnosis.findings.empty()) *out += "      (none)\n";
     for (const auto& f : a.diagnosis.findings) *out += "      " + Describe(f) + "\n";
+  }
+  if (res.known_failures) {
+    *out += fmt::format("{} known failure{} (XFAIL above: expectations the tool does not meet yet)\n",
+                        res.known_failures, res.known_failures == 1 ? "" : "s");
   }
   *out += fmt::format("{} passed, {} failed\n", res.passed, res.failed);
   return res;

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/correlate.h"
+
+#include "engine/consensus.h"
 #include "engine/diagnosis.h"
 #include "parsers/text_util.h"
 
@@ -55,10 +58,11 @@ struct Ctx {
       }
     });
     auto key = vars.find("key");
-    if (key != vars.end()) {
-      if (c.spec.fact.value == "last_opcount") f.communicator = key->second;
-      else if (c.spec.fact.value == "last_completed" || c.spec.fact.value == "last_enqueued" ||
-               c.spec.fact.value == "timeout_seq") f.process_group = key->second;
+    if (key != vars.end() && c.fact >= 0) {
+      // What the key names is declared by the fact (`key: comm` / `key: pg`).
+      const std::string& kind = state.rules().facts()[c.fact].key_kind;
+      if (kind == "comm") f.communicator = key->second;
+      else if (kind == "pg") f.process_group = key->second;
     }
     return f;
   }
@@ -465,6 +469,26 @@ void Extreme(Ctx& x) {
     return shared > 0;
   };
   for (const auto& kv : values) {
+    // Sequences are compared within one group only. Lines that do not name
+    // their process group or communicator (old watchdog formats; JobState keys
+    // them "-") may come from several groups, whose numbers are unrelated: they
+    // are compared only when they are close. Within one group the ranks block on
+    // the same oldest unfinished collective, so a rank that is behind is a few
+    // sequence numbers behind, never thousands.
+    const bool unknown_group = (kv.first.empty() || kv.first == "-") && spec.keyed && !spec.key_kind.empty();
+    if (unknown_group) {
+      constexpr long double kUnknownGroupMaxGap = 64;
+      long double lo = 0, hi = 0;
+      bool any = false;
+      for (const auto& sv : kv.second) {
+        long double v;
+        if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
+        if (!any || v < lo) lo = v;
+        if (!any || v > hi) hi = v;
+        any = true;
+      }
+      if (hi - lo > kUnknownGroupMaxGap) continue;
+    }
     std::vector<int> silent;
     if (x.c.spec.silent_is_behind && kv.first == main_key) {
       for (int s : x.live) {
@@ -668,6 +692,8 @@ void RunCorrelations(const JobState& state, std::vector<Finding>* out) {
     else if (k == "first_in_time") FirstInTime(x);
     else if (k == "peer_map") PeerMap(x);
   }
+  // Kind `collective`: the checks of the consensus model, all over one model.
+  RunCollectiveChecks(state, out);
 }
 
 }  // namespace ncclscan

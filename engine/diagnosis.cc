@@ -1,4 +1,5 @@
 #include "engine/diagnosis.h"
+#include "engine/correlate.h"
 
 #include <algorithm>
 #include <set>
@@ -235,6 +236,10 @@ Diagnosis Diagnose(const JobState& state) {
     bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
     if (ca != cb) return cb;
     if (a.severity != b.severity) return a.severity > b.severity;
+    // The collective-consensus model names a culprit (engine/consensus.h): at
+    // equal severity it goes before the findings of those who reported.
+    const bool xa = a.kind == "collective", xb = b.kind == "collective";
+    if (xa != xb) return xa;
     if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
     if (a.confidence != b.confidence) return a.confidence > b.confidence;
     if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
@@ -254,7 +259,10 @@ Diagnosis Diagnose(const JobState& state) {
   const uint64_t recognised = c.lines - c.family_lines[static_cast<int>(Family::kOther)];
   int unreadable = 0;
   for (const auto& file : state.files()) unreadable += !file.error.empty();
-  if (d.status == "ok" && recognised == 0 && c.matched_lines == 0) d.status = "unknown";
+  // Flight Recorder dumps that were read are evidence too.
+  if (d.status == "ok" && recognised == 0 && c.matched_lines == 0 && state.flight_recorders().empty()) {
+    d.status = "unknown";
+  }
   if ((d.status == "ok" || d.status == "unknown") && unreadable > 0) d.status = "partial";
   if (d.primary >= 0) {
     const Finding& p = fs[d.primary];

@@ -57,8 +57,7 @@ struct Diagnosis {
 
 Diagnosis Diagnose(const JobState& state);
 
-// Correlations (correlate.cc): appends one Finding per correlation hit.
-void RunCorrelations(const JobState& state, std::vector<Finding>* out);
+// Correlations: engine/correlate.h.
 
 // Shared helpers for building findings from a set of subjects.
 void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f);

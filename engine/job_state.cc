@@ -207,6 +207,9 @@ void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
 }
 
 int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous, int64_t weight) {
+  if (line.label >= 0 && line.rank_hint >= 0 && !line.rank_hint_is_label && line.rank_hint != line.label) {
+    labels_not_ranks_.insert(file);
+  }
   if (capture_rank >= 0) {
     int s = RankSubject(capture_rank);
     previous_subject_[file] = s;
@@ -222,13 +225,14 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
       if (h == hint_hosts_.end()) h = hint_hosts_.try_emplace(std::string(line.host_hint)).first;
       h->second[sub.host] += weight;
     }
-    if (line.rank_hint >= 0) sub.rank_hints[line.rank_hint] += weight;
+    if (line.rank_hint >= 0) (line.rank_hint_is_label ? sub.label_hints : sub.rank_hints)[line.rank_hint] += weight;
     if (line.dev >= 0 && line.dev < 64) sub.devices |= uint64_t{1} << line.dev;
     if (f.path_rank >= 0) sub.rank_hints[f.path_rank] += weight;
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
     return s;
   }
   int rank = line.rank_hint;
+  if (line.rank_hint_is_label && labels_not_ranks_.count(file)) rank = -1;
   if (rank < 0) rank = f.path_rank;
   if (rank < 0 && line.family == Family::kTorch && line.pg_rank >= 0 && (line.pg_id.empty() || line.pg_id == "0")) {
     rank = line.pg_rank;
@@ -272,16 +276,38 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   FactValue* fv;
   bool fresh;
   if (spec.keyed) {
-    // Communicator keys are pointers until an Init line names the commId.
+    // Communicator keys are pointers until an Init line names the commId. A
+    // key may go on after the pointer ("0x55d0… 2f": one call of that
+    // communicator); only the pointer is translated.
+    std::string translated;
     if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < comm_ptr_.size()) {
-      auto it = comm_ptr_[si].find(key);
-      if (it != comm_ptr_[si].end()) key = it->second;
+      const size_t sp = key.find(' ');
+      auto it = comm_ptr_[si].find(key.substr(0, sp));
+      if (it != comm_ptr_[si].end()) {
+        translated = it->second;
+        if (sp != std::string_view::npos) translated.append(key.substr(sp));
+        key = translated;
+      }
     }
     if (key.empty()) key = "-";
     auto& m = s->keyed[fact];
     auto it = m.find(key);
     fresh = it == m.end();
-    if (fresh) it = m.emplace(std::string(key), FactValue()).first;
+    if (fresh) {
+      // A windowed fact keeps the latest keys only: at twice the window the
+      // oldest half goes (amortised; per-call facts grow with the job).
+      if (spec.window > 0 && m.size() >= 2 * static_cast<size_t>(spec.window)) {
+        std::vector<std::pair<Seen, std::string>> by_age;
+        by_age.reserve(m.size());
+        for (const auto& kv : m) by_age.emplace_back(kv.second.seen, kv.first);
+        // By input position (a strict order, unlike timestamps mixed with positions).
+        std::sort(by_age.begin(), by_age.end(), [](const auto& a, const auto& b) {
+          return a.first.file != b.first.file ? a.first.file < b.first.file : a.first.line < b.first.line;
+        });
+        for (size_t i = 0; i + spec.window < by_age.size(); ++i) m.erase(by_age[i].second);
+      }
+      it = m.emplace(std::string(key), FactValue()).first;
+    }
     fv = &it->second;
   } else {
     fresh = !s->has_fact[fact];
@@ -400,6 +426,14 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
                      std::to_string(it->second) + " and rank " + std::to_string(g) +
                      " (one process driving several GPUs?); using " + std::to_string(it->second));
       }
+    }
+    // A weak hint at the process's global rank (e.g. "[Proxy Service 93]"): a
+    // vote like a [rankN] prefix; a communicator's own rank line still wins.
+    std::string_view rh = render(r.identity[kIdRankHint], &b1);
+    int64_t rhv;
+    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < (1 << 24) &&
+        subjects_[si].pid >= 0) {
+      subjects_[si].rank_hints[static_cast<int>(rhv)] += 1;
     }
     // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
     std::string_view result = render(r.identity[kIdResult], &b1);
@@ -560,6 +594,13 @@ void JobState::Finalize() {
         }
         source = "communicator init";
       }
+    }
+    // srun labels count as rank hints unless a file of this subject showed
+    // that its labels are not ranks.
+    bool labels_are_ranks = true;
+    for (int f : s.files) labels_are_ranks &= !labels_not_ranks_.count(f);
+    if (labels_are_ranks) {
+      for (const auto& kv : s.label_hints) s.rank_hints[kv.first] += kv.second;
     }
     int hint = -1, hint_n = 0;
     for (const auto& kv : s.rank_hints) {

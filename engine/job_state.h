@@ -94,6 +94,7 @@ struct Subject {
   std::vector<int> files;
   uint64_t devices = 0;              // bit d: a matched line of it carried the NCCL header's [d] (d < 64)
   std::map<int, int> rank_hints;     // hinted global rank -> lines
+  std::map<int, int> label_hints;    // srun --label task numbers -> lines (ranks unless the file says otherwise)
   std::vector<FactValue> facts;      // by fact index (unkeyed)
   std::vector<bool> has_fact;
   std::vector<std::map<std::string, FactValue, std::less<>>> keyed;  // by fact index
@@ -210,6 +211,9 @@ class JobState {
   const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
   const std::map<std::string, LineFindingAcc>& line_findings() const { return line_findings_; }
   const std::vector<std::string>& identity_conflicts() const { return identity_conflicts_; }
+  // An srun label and an explicit [rankN] disagreed on a line of `file`: its
+  // labels are task (node) numbers, not ranks.
+  void NoteLabelsNotRanks(int file) { labels_not_ranks_.insert(file); }
   // Flight Recorder dumps read among the inputs (whole files, not lines).
   void AddFlightRecorder(FrFile f) { flight_recorders_.push_back(std::move(f)); }
   const std::vector<FrFile>& flight_recorders() const { return flight_recorders_; }
@@ -252,6 +256,9 @@ class JobState {
   std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
   std::vector<FrFile> flight_recorders_;
+  // Files where an srun label and an explicit [rankN] on one line disagree:
+  // there the labels are node (task) numbers, not ranks.
+  std::set<int> labels_not_ranks_;
   // Per subject: the finding of its last WARN line whose return-code chain
   // (identity `result`) has not been seen yet; "" when none is open.
   std::vector<std::string> open_warn_;

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "engine/source.h"
+#include "parsers/flight_recorder.h"
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
 
@@ -41,8 +42,10 @@ struct CarryRank {
   int rank = -1;
   int pg_rank = -1;
   std::string_view pg;
+  bool is_label = false;
   void InheritTo(ParsedLine* pl) const {
     pl->rank_hint = rank;
+    pl->rank_hint_is_label = is_label;
     pl->pg_rank = pg_rank;
     pl->pg_id = pg;
   }
@@ -93,6 +96,7 @@ struct Chunk {
   size_t size = 0;
   bool overlong = false;   // the chunk ends with a line cut at max_line
   bool cr_lines = false;   // its file ends lines with CR alone: split at every CR
+  bool label_conflict = false;  // an srun label and an explicit [rankN] disagreed on a line
 
   // Results of the parallel stage.
   uint32_t lines = 0;
@@ -117,6 +121,7 @@ struct Chunk {
     size = 0;
     overlong = false;
     cr_lines = false;
+    label_conflict = false;
     lines = 0;
     counters = Counters();
     events.clear();
@@ -167,6 +172,8 @@ class ChunkReader {
   uint64_t bytes(size_t i) const { return bytes_[i]; }
   const std::string& error(size_t i) const { return errors_[i]; }
   const SkippedInputs& skipped() const { return skipped_; }
+  // The Flight Recorder dumps read, in input order (for JobState after the pipeline).
+  std::vector<FrFile>& dumps() { return dumps_; }
 
   // Fills c with the next chunk; returns false at the end of all input.
   bool Next(Chunk* c) {
@@ -200,6 +207,13 @@ class ChunkReader {
         carry_.clear();
         skipping_ = false;
         cr_lines_ = false;
+        // A Flight Recorder dump (or any pickle: never a log) is one value,
+        // not lines: it is read whole here and gives no chunk.
+        std::string_view head = input_->Head();
+        if (LooksLikeFlightRecorder(head) || LooksLikePickle(head)) {
+          ReadDump();
+          continue;
+        }
       }
       if (FillChunk(c)) {
         c->new_files.assign(names_.begin() + static_cast<std::ptrdiff_t>(sent_), names_.end());
@@ -228,6 +242,46 @@ class ChunkReader {
   void CloseInput() {
     if (input_) skipped_.Merge(input_->skipped());
     input_.reset();
+  }
+
+  // Reads the current member whole (dumps are a few MiB: a ring buffer of
+  // ~2000 entries) up to kMaxFlightRecorderBytes and parses it in this
+  // stage, which never touches JobState: the dump waits in dumps_. A dump that
+  // cannot be read or parsed is the file's error, like any unreadable input.
+  void ReadDump() {
+    std::string bytes, err;
+    bool too_large = false;
+    for (;;) {
+      size_t have = bytes.size();
+      if (have > kMaxFlightRecorderBytes) {
+        too_large = true;
+        break;
+      }
+      bytes.resize(have + (size_t{1} << 20));
+      ssize_t r = input_->Read(&bytes[have], bytes.size() - have, &err);
+      bytes.resize(have + static_cast<size_t>(std::max<ssize_t>(r, 0)));
+      if (r < 0) {
+        Fail(err);
+        failed_ = true;
+        break;
+      }
+      if (r == 0) break;
+      bytes_[index_] += static_cast<uint64_t>(r);
+    }
+    EndMember();
+    if (failed_) return;
+    if (too_large) {
+      Fail("Flight Recorder dump larger than " + std::to_string(kMaxFlightRecorderBytes >> 20) + " MiB");
+      return;
+    }
+    FrFile f;
+    f.path = names_[index_];
+    f.rank = RankFromDumpName(f.path);
+    if (!ParseFlightRecorder(bytes, &f.dump, &err)) {
+      Fail(err);
+      return;
+    }
+    dumps_.push_back(std::move(f));
   }
 
   // The current member is done; after a read error, so is its input (an
@@ -329,6 +383,7 @@ class ChunkReader {
   std::vector<std::string> names_;  // files registered, in reading order
   std::vector<uint64_t> bytes_;
   std::vector<std::string> errors_;
+  std::vector<FrFile> dumps_;
   size_t sent_ = 0;                 // names_ handed to chunks so far
   SkippedInputs skipped_;
   size_t next_input_ = 0;
@@ -458,7 +513,9 @@ Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, F
 // pattern matches the cut line too). (Both must be in one chunk: a wrap that
 // straddles a chunk boundary stays two lines.)
 constexpr size_t kMinWrapWidth = 79;
-bool WrapTail(char ch) { return ch != ' ' && ch != '\t' && ch != '.' && ch != ':' && ch != ';'; }
+// A wrap may fall right after a space ("... PG status: " / "last enqueued work: ..."):
+// the strength test below decides; a line that ends a sentence is not cut.
+bool WrapTail(char ch) { return ch != '.' && ch != ';'; }
 bool WrapHead(char ch) { return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ','; }
 
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
@@ -558,7 +615,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       bool orphan = false;
       if (pl.severity != 0 || pl.family == Family::kNccl ||
           (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
-        carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id};
+        carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id, pl.rank_hint_is_label};
         c->carry_set = true;
       } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
         carry.InheritTo(&pl);
@@ -571,6 +628,9 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second) {
           c->processes.push_back(ProcessNote{pl.host, pl.pid});
         }
+      }
+      if (pl.label >= 0 && pl.rank_hint >= 0 && !pl.rank_hint_is_label && pl.rank_hint != pl.label) {
+        c->label_conflict = true;
       }
       uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
       rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
@@ -659,6 +719,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
             // Lines of the file counted so far (0 for a file registered just now).
             uint64_t base = state->file(c->file).lines;
             for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
+            if (c->label_conflict) state->NoteLabelsNotRanks(c->file);
             // Context from the previous chunk of the same file, for orphans.
             if (c->file != carry_file) {
               carry_file = c->file;
@@ -705,6 +766,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
     f.error = reader.error(i);
   }
   state->skipped().Merge(reader.skipped());
+  for (FrFile& d : reader.dumps()) state->AddFlightRecorder(std::move(d));
   uint64_t bytes = 0;
   for (const auto& f : state->files()) bytes += f.bytes;
   state->counters().bytes = bytes;

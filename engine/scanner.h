@@ -3,8 +3,9 @@
 //   read chunks (serial, in order) -> split + unwrap + classify + match (parallel)
 //   -> apply matches to JobState (serial, in order)
 //
-// A oneTBB parallel_pipeline moves 1 MiB chunks; a line cut by a chunk boundary
-// is carried to the next chunk so every line is parsed exactly once. Memory is
+// A oneTBB parallel_pipeline moves 128 KiB chunks (Options::chunk_size); a line
+// cut by a chunk boundary is carried to the next chunk so every line is parsed
+// exactly once. Memory is
 // bounded by (live tokens x chunk size) plus JobState, never by input size: a
 // line longer than max_line is cut there and counted, the rest skipped.
 //
@@ -47,6 +48,10 @@ class Scanner {
   // to *state as they are met. A file that cannot be read (or stops being
   // readable) is reported through on_error and recorded on its FileInfo; the
   // others are still scanned. What hygiene skips is counted in state->skipped().
+  // An input whose head is a pickle or a Flight Recorder dump (parsers/
+  // flight_recorder.h) is read whole by the input stage instead of as lines:
+  // a file with 0 lines, its dump added to state->flight_recorders() after
+  // the pipeline (in input order), a parse failure its FileInfo::error.
   void Scan(const std::vector<InputPath>& inputs, JobState* state,
             const std::function<void(const std::string&)>& on_error);
   // The same for paths named by the user (always read).

@@ -16,6 +16,7 @@
 #include <set>
 #include <utility>
 
+#include "parsers/flight_recorder.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -420,7 +421,9 @@ const char* SkipByContent(std::string_view name, std::string_view head) {
   for (std::string_view m : kMagic) {
     if (StartsWith(head, m)) return kSkipBinary;
   }
-  if (head.size() >= 2 && head[0] == '\x80' && head[1] >= 2 && head[1] <= 5) return nullptr;  // pickle
+  // A pickle is kept when it looks like a Flight Recorder dump (the scanner
+  // reads it whole, parsers/flight_recorder.h); any other pickle is binary.
+  if (LooksLikePickle(head)) return LooksLikeFlightRecorder(head) ? nullptr : kSkipBinary;
   if (IsTarHeader(head)) return kSkipBinary;  // an archive inside an archive is not opened
   // Text or not: NUL, control bytes other than whitespace / ESC / BS, and bytes
   // that are not UTF-8. Long NUL runs are left out of the count: a log the
@@ -475,9 +478,7 @@ const char* SkipByContent(std::string_view name, std::string_view head) {
     if (t[0] == '{' && first_line.find("\"log\":") != std::string_view::npos && first_line.back() == '}') {
       return nullptr;  // docker json-file
     }
-    for (std::string_view key : {"\"pg_config\"", "\"pg_status\"", "\"nccl_comm_state\"", "\"comm_lib_version\""}) {
-      if (t.find(key) != std::string_view::npos) return nullptr;  // Flight Recorder (JSON form)
-    }
+    if (LooksLikeFlightRecorder(t)) return nullptr;  // Flight Recorder (JSON form)
     return kSkipNotALog;
   }
   return nullptr;
@@ -972,6 +973,11 @@ bool InputReader::NextMember(std::string* name, std::string* err) {
     member_ = std::move(peek);
     return true;
   }
+}
+
+std::string_view InputReader::Head() const {
+  // Both kinds of member are Peekable (NextMember).
+  return member_ ? static_cast<const Peekable*>(member_.get())->head() : std::string_view();
 }
 
 ssize_t InputReader::Read(char* buf, size_t n, std::string* err) {

@@ -118,7 +118,8 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& args, std:
 // else null. `name` is a base name.
 const char* SkipByName(std::string_view name);
 // Input hygiene by the first (decompressed) bytes: kSkipBinary for binary
-// content (known binary magic, or mostly NUL / control bytes / invalid UTF-8),
+// content (known binary magic, a pickle that is not a Flight Recorder dump,
+// or mostly NUL / control bytes / invalid UTF-8),
 // kSkipNotALog for a .json file that is neither docker json-file lines
 // ({"log": ...} per line) nor a PyTorch Flight Recorder dump; else null.
 const char* SkipByContent(std::string_view name, std::string_view head);
@@ -148,6 +149,9 @@ class InputReader {
   bool NextMember(std::string* name, std::string* err);
   // The current member's bytes, as ByteReader::Read.
   ssize_t Read(char* buf, size_t n, std::string* err);
+  // The current member's first bytes (up to 8 KiB, what content hygiene
+  // looked at), before the first Read; "" when there is no member.
+  std::string_view Head() const;
   // Members skipped so far (hygiene).
   const SkippedInputs& skipped() const { return skipped_; }
 

@@ -9,6 +9,7 @@
 #ifndef NCCLSCAN_PARSERS_FLIGHT_RECORDER_H_
 #define NCCLSCAN_PARSERS_FLIGHT_RECORDER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -65,9 +66,20 @@ struct FrFile {
   FrDump dump;
 };
 
+// The largest dump read: a ring buffer of ~2000 entries is a few MiB, stacks
+// included. ParseFlightRecorder rejects larger input, and the memory its
+// result takes is held under the same bound.
+inline constexpr size_t kMaxFlightRecorderBytes = size_t{256} << 20;
+
+// Whether the first bytes are a pickle of protocol 2 or later (0x80 PROTO):
+// never a log, whatever it holds.
+bool LooksLikePickle(std::string_view head);
+
 // Whether the first bytes of a file look like a dump: a pickle (0x80 PROTO
-// 2..5 followed by a dict opcode) or a JSON object holding "entries" /
-// "pg_config" / "pg_status" near its start.
+// 2..5, an optional protocol-4 FRAME, then EMPTY_DICT or PyTorch's
+// torch.jit._pickle type tag) or a JSON object with a "pg_config" or
+// "pg_status" key, or both "entries" and "version", in `head` (not a docker
+// json-file line).
 bool LooksLikeFlightRecorder(std::string_view head);
 
 // Parses a whole dump (pickle or JSON). On failure returns false with a clear

@@ -47,14 +47,19 @@ class LineParser {
       fn(pl, 0);
       return;
     }
-    const int rank = pl.rank_hint, local_rank = pl.local_rank_hint;
+    const int rank = pl.rank_hint, local_rank = pl.local_rank_hint, label = pl.label;
+    const bool is_label = pl.rank_hint_is_label;
     const std::string_view host = pl.host_hint;
     const double time = pl.time;
     fn(pl, 0);
     for (int piece = 1; piece < kMaxGluedPieces && !rest.empty(); ++piece) {
       std::string_view next;
       Parse(rest, arena, &pl, &next);
-      if (pl.rank_hint < 0) pl.rank_hint = rank;
+      if (pl.rank_hint < 0) {
+        pl.rank_hint = rank;
+        pl.rank_hint_is_label = is_label;
+      }
+      if (pl.label < 0) pl.label = label;
       if (pl.local_rank_hint < 0) pl.local_rank_hint = local_rank;
       if (pl.host_hint.empty()) pl.host_hint = host;
       if (pl.time < 0) pl.time = time;

@@ -24,6 +24,10 @@ struct ParsedLine {
 
   // What wrappers told.
   int rank_hint = -1;        // global rank: [rankN]:, MPI tag, srun label
+  // The rank hint is an `srun --label` task number: a rank only when tasks are
+  // ranks (with torchrun per node it is the node index; JobState decides).
+  bool rank_hint_is_label = false;
+  int label = -1;            // the srun label, also when [rankN] overrode it
   int local_rank_hint = -1;  // torchrun [default3]:
   std::string_view host_hint;  // kubectl pod, pdsh host, ray ip
   std::string_view src_file;   // grep -H

@@ -264,6 +264,24 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
     }
   }
 
+  // A bare time of day "18:11:06.680 " (console loggers, `ts`): no date, so no
+  // time is kept. Without a fraction "HH:MM:SS " could be a numeric host's
+  // "host:pid:tid [dev]" NCCL header, so then it must not be followed by '['.
+  if (t.size() > 9 && IsDigit(t[0]) && IsDigit(t[1]) && t[2] == ':' && IsDigit(t[3]) && IsDigit(t[4]) && t[5] == ':' &&
+      IsDigit(t[6]) && IsDigit(t[7])) {
+    size_t i = 8;
+    bool frac = false;
+    if (t[i] == '.' || t[i] == ',') {
+      size_t f = ++i;
+      while (i < t.size() && IsDigit(t[i])) ++i;
+      frac = i > f;
+    }
+    if (i + 1 < t.size() && t[i] == ' ' && (frac || t[i + 1] != '[')) {
+      s->remove_prefix(i + 1);
+      return true;
+    }
+  }
+
   // Kaggle "<secs>s\t<lineno>\t".
   if (IsDigit(t[0])) {
     size_t i = 0;
@@ -289,7 +307,11 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
     if (i > d && i - d <= 6 && i + 1 < t.size() && t[i] == ':' && t[i + 1] == ' ') {
       std::string_view num = t.substr(d, i - d);
       int64_t v;
-      if (ConsumeInt(&num, &v) && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
+      if (ConsumeInt(&num, &v) && out->rank_hint < 0) {
+        out->rank_hint = static_cast<int>(v);
+        out->rank_hint_is_label = true;
+        out->label = static_cast<int>(v);
+      }
       s->remove_prefix(i + 2);
       return true;
     }
@@ -318,6 +340,7 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
           int64_t v;
           if (ConsumeInt(&r, &v) && r.empty()) {
             out->rank_hint = static_cast<int>(v);
+            out->rank_hint_is_label = false;
             s->remove_prefix(close + 2);
             if (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
             return true;

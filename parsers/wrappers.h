@@ -1,5 +1,5 @@
 // Outer wrappers real dumps carry in front of the NCCL / PyTorch text (see
-// FORMATS.md §G): grep -H/-n, srun labels, MPI tags, torchrun and [rankN]
+// docs/formats.md §G): grep -H/-n, srun labels, MPI tags, torchrun and [rankN]
 // prefixes, kubectl, ray, pdsh, shippers' timestamps, syslog, Kaggle, ANSI
 // colour codes. Each Strip* call removes one layer and records what it says.
 //

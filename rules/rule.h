@@ -43,6 +43,10 @@ struct FactSpec {
   bool keyed = false;
   bool hex = false;
   std::string key_kind;  // "", "comm", "pg"
+  // Keyed facts: keep only about this many most recently set keys per subject
+  // (0: unbounded). For per-call facts such as the COLL trace's, whose keys
+  // grow with the job's length while consensus needs only the latest calls.
+  int window = 0;
   std::string description;
 };
 
@@ -145,6 +149,7 @@ struct CorrelationRule {
   bool ignore_unset = false;      // consensus on a keyed fact: compare only subjects that have the key
   std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
+  Located<std::string> check;       // collective: which check of the consensus model (engine/consensus.h)
   FindingSpec finding;
   std::vector<std::string> references;
   std::string source_file;

@@ -17,6 +17,7 @@
 
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
+#include "rules/engine_contract.h"
 #include "rules/rule_reader.h"
 
 namespace ncclscan {
@@ -70,12 +71,15 @@ void OnTwoThreads(size_t n, F&& fn) {
 
 }  // namespace
 
-struct RuleLoader::Impl : RuleReader {};
+struct RuleLoader::Impl : RuleReader {
+  bool embedded = false;  // the built-in rules are loaded: the engine's facts must all be there
+};
 
 RuleLoader::RuleLoader() : impl_(new Impl) {}
 RuleLoader::~RuleLoader() = default;
 
 void RuleLoader::AddEmbedded() {
+  impl_->embedded = true;
   // yaml-cpp parses ~1 us per byte, most of the start-up time: the files are
   // parsed on two threads, then read in order (diagnostics stay in file order).
   std::vector<RuleReader::Parsed> docs(kNumEmbeddedRuleFiles);
@@ -172,6 +176,23 @@ SourcePos PatternPos(const Located<std::string>& pattern, const std::string& fra
   return p;
 }
 
+// Whether text holds one of the rule's key atoms, as the prefilter sees it
+// (case-blind: RE2's atoms are lower case).
+bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
+  std::string lower(text);
+  auto fold = [](std::string* s) {
+    for (char& c : *s) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+  };
+  fold(&lower);
+  for (std::string atom : cr.key_atoms) {
+    fold(&atom);
+    if (lower.find(atom) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
@@ -195,6 +216,28 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       set->facts_.push_back(fe.spec);
     }
     fact_layer[n] = fe.layer;
+  }
+  // The facts the engine reads or sets by name (rules/engine_contract.h): with the
+  // built-in rules loaded each must be declared, and wherever declared, in the
+  // shape the engine assumes.
+  for (const EngineFact& ef : EngineFacts()) {
+    std::string shape = std::string("merge ") + MergeModeName(ef.merge);
+    if (ef.keyed) shape += std::string(", keyed by ") + (*ef.key_kind ? ef.key_kind : "name");
+    const std::string what = std::string("the engine needs fact '") + ef.name + "' (" + shape + ") for " + ef.used_for;
+    int idx = set->FindFact(ef.name);
+    if (idx < 0) {
+      if (im.embedded) {
+        im.Error(SourcePos{"ncclscan", 0, 0}, "E-ENGINE-FACT", what + ", and no rule file declares it",
+                 "declare it under 'facts:' as rules/facts.yaml does");
+      }
+      continue;
+    }
+    const FactSpec& fs = set->facts()[idx];
+    std::string diff = EngineFactMismatch(ef, fs);
+    if (!diff.empty()) {
+      im.Error(fs.name.pos, "E-ENGINE-FACT", what + "; this declaration differs: " + diff,
+               "declare it as rules/facts.yaml does, or name your fact differently");
+    }
   }
 
   // Rules and correlations share one id space.
@@ -374,6 +417,21 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         if (kv.first == IdentitySlotName(s)) {
           check_template(kv.second, vars, &cr.identity[s], "identity " + kv.first);
           cr.has_identity = true;
+          // A literal event must be one the engine acts on (engine/job_state.cc).
+          if (s == kIdEvent && !cr.identity[s].parts().empty()) {
+            std::string literal;
+            bool is_literal = true;
+            for (const auto& part : cr.identity[s].parts()) {
+              if (part.is_var) is_literal = false;
+              literal += part.text;
+            }
+            if (is_literal && !IsEngineEvent(literal)) {
+              std::string known;
+              for (auto e : EngineEvents()) known += (known.empty() ? "" : ", ") + std::string(e);
+              im.Error(kv.second.pos, "E-ENGINE-EVENT", "identity event '" + literal + "' is not one the engine knows",
+                       "use one of: " + known);
+            }
+          }
         }
       }
     }
@@ -544,6 +602,9 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     } else if (k == "peer_map") {
       cc.fact = need_fact(c->fact, "fact", true);
       vars.insert({"peer_hosts", "peer_ranks", "reporters"});
+    } else if (k == "collective") {
+      // engine/consensus.h: what each check fills in.
+      vars.insert({"group", "seq", "op", "value", "majority", "fields", "reporters", "missing", "nranks", "source"});
     }
     if (c->finding.present) {
       check_template(c->finding.explanation, vars, &cc.explanation, "explanation");
@@ -630,6 +691,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       auto error = [&](const SourcePos& pos, const char* code, std::string msg, std::string help = "") {
         sample_diags[idx].push_back(Diagnostic{pos, code, std::move(msg), std::move(help)});
       };
+      bool reached = false;  // some no_match example passed the prefilter
       auto run = [&](const Example& ex, bool want) {
         arena.Reset();
         bool matched = false;
@@ -645,6 +707,14 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
             }
           });
         });
+        if (!want && matched) reached = true;  // reported below as E-SAMPLE-MATCHED
+        if (!want && !matched && !reached) {
+          // Near miss: the line holds one of the rule's key atoms where the prefilter
+          // looks, and the rule still must not fire (its regex, family or level says no).
+          parser.ParseEach(ex.line.value, &arena, [&](ParsedLine& pl, int) {
+            if (ContainsKeyAtom(cr, RuleSet::PrefilterText(pl))) reached = true;
+          });
+        }
         if (want && !matched) {
           error(ex.line.pos, "E-SAMPLE-NO-MATCH", "rule " + cr.spec.id.value + " does not match its example",
                 std::string("the line was read as family '") + FamilyName(first.family) + "' with message '" +
@@ -665,6 +735,40 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       };
       for (const Example& ex : cr.spec.match) run(ex, true);
       for (const Example& ex : cr.spec.no_match) run(ex, false);
+      // A no_match example that the prefilter already drops tests nothing of the
+      // regex: at least one must reach it (catch-alls have no prefilter).
+      // A pattern that is one fixed phrase (its key atom alone, as a match example
+      // writes it, matches) cannot reject a line holding the atom: nothing to test.
+      auto atom_alone_matches = [&] {
+        if (!cr.re) return false;
+        for (const Example& ex : cr.spec.match) {
+          bool alone = false;
+          arena.Reset();
+          parser.ParseEach(ex.line.value, &arena, [&](ParsedLine& pl, int) {
+            std::string_view text = RuleSet::PrefilterText(pl);
+            std::string lower(text);
+            for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+            for (const std::string& atom : cr.key_atoms) {
+              size_t at = lower.find(atom);
+              if (at != std::string::npos &&
+                  RE2::PartialMatch(re2::StringPiece(text.data() + at, atom.size()), *cr.re)) {
+                alone = true;
+              }
+            }
+          });
+          if (alone) return true;
+        }
+        return false;
+      };
+      if (!cr.spec.fallback && !reached && !cr.key_atoms.empty() && !atom_alone_matches()) {
+        std::string atom = cr.key_atoms[0];
+        for (const auto& a : cr.key_atoms) {
+          if (a.size() > atom.size()) atom = a;
+        }
+        error(cr.spec.no_match.empty() ? cr.spec.id.pos : cr.spec.no_match[0].line.pos, "E-SAMPLE-NO-NEAR-MISS",
+              "rule " + cr.spec.id.value + " has no no_match example that reaches its regex",
+              "add a no_match line that contains '" + atom + "' but must not match");
+      }
     });
     for (auto& ds : sample_diags) im.diags.insert(im.diags.end(), ds.begin(), ds.end());
   }

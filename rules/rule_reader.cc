@@ -14,7 +14,10 @@ const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "ve
                                            "desync", "connection", "ib", "cuda", "oom", "init",
                                            "bootstrap", "topology", "elastic", "config", "identity"};
 const std::set<std::string> kKinds = {"consensus", "condition", "absence", "missing_ranks",
-                                      "extreme", "first_in_time", "peer_map"};
+                                      "extreme", "first_in_time", "peer_map", "collective"};
+// The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
+const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
+                                                 "p2p_unpaired", "straggler", "missing_dump"};
 
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
@@ -278,7 +281,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
           });
         } else if (key == "identity") {
           ForEachKey(v, "identity",
-                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result"},
+                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result", "rank_hint"},
                      [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
                        Located<std::string> l;
                        if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
@@ -361,7 +364,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   ForEachKey(n, "correlation",
              {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
               "absent", "select", "require", "min_reporters", "silent_is_behind", "ignore_unset", "normal",
-              "population", "finding", "references", "enabled"},
+              "population", "check", "finding", "references", "enabled"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "id") Scalar(v, "id", &c.id);
@@ -422,6 +425,13 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                  StringList(v, "normal", &vals);
                  for (auto& x : vals) c.normal.push_back(x.value);
                } else if (key == "population") Scalar(v, "population", &c.population);
+               else if (key == "check") {
+                 if (Scalar(v, "check", &c.check) && !kCollectiveChecks.count(c.check.value)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown collective check '" + c.check.value + "'",
+                         "use one of: never_joined, behind, mismatch, not_started, p2p_unpaired, "
+                         "straggler, missing_dump");
+                 }
+               }
                else if (key == "present") Scalar(v, "present", &c.present);
                else if (key == "absent") Scalar(v, "absent", &c.absent);
                else if (key == "select") OneOf(v, "select", "min", "max", &c.select);
@@ -440,7 +450,10 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   if (c.kind.value.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'kind'");
   else if (!kKinds.count(c.kind.value)) {
     Error(c.kind.pos, "E-BAD-VALUE", "unknown correlation kind '" + c.kind.value + "'",
-          "use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map");
+          "use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map, collective");
+  }
+  if (c.kind.value == "collective" && c.check.value.empty()) {
+    Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " (collective) needs a 'check'");
   }
   if (c.title.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'title'");
   if (c.category.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
@@ -451,7 +464,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
 void RuleReader::ReadFact(const YAML::Node& n) {
   FactSpec f;
   f.name.pos = Pos(n);
-  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "description"},
+  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "description"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "name") Scalar(v, "name", &f.name);
@@ -467,6 +480,8 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                    if (s != "comm" && s != "pg" && s != "name") Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");
                    f.key_kind = s == "name" ? "" : s;
                  }
+               } else if (key == "window") {
+                 Int(v, "window", 1, &f.window);
                } else if (key == "description") Scalar(v, "description", &f.description);
              });
   if (f.name.value.empty()) {

@@ -53,7 +53,7 @@ bool ParseMergeMode(const std::string& s, MergeMode* out) {
 
 const char* IdentitySlotName(int slot) {
   static const char* kNames[kNumIdSlots] = {"comm",    "comm_id",     "rank", "nranks", "event",
-                                            "address", "global_rank", "host", "pid", "result"};
+                                            "address", "global_rank", "host", "pid", "result", "rank_hint"};
   return kNames[slot];
 }
 

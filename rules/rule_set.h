@@ -35,7 +35,7 @@ inline constexpr int kMaxCaptures = 15;
 // Identity slots a rule may fill (see docs/rules.md "Identity").
 enum IdentitySlot {
   kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kIdHost, kIdPid, kIdResult,
-  kNumIdSlots
+  kIdRankHint, kNumIdSlots
 };
 const char* IdentitySlotName(int slot);
 

@@ -1,4 +1,4 @@
-// Table-driven tests: every line shape and wrapper of FORMATS.md with a
+// Table-driven tests: every line shape and wrapper of docs/formats.md with a
 // realistic example each.
 #include "parsers/line_parser.h"
 

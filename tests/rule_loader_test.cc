@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "parsers/line_parser.h"
 
 namespace ncclscan {
@@ -27,7 +29,7 @@ std::string Load(const std::string& text, std::unique_ptr<RuleSet>* out = nullpt
 
 std::string Rule(const std::string& id, const std::string& pattern, const std::string& extra = "",
                  const std::string& match = "n1:1:1 [0] NCCL INFO Using network IB",
-                 const std::string& no_match = "n1:1:1 [0] NCCL INFO Using nothing") {
+                 const std::string& no_match = "n1:1:1 [0] NCCL INFO Not using network IB") {
   return "  - id: " + id +
          "\n"
          "    title: t\n"
@@ -69,7 +71,7 @@ const char* kFallbackRules =
     "    finding: {severity: error, explanation: x, remediation: y}\n"
     "    examples:\n"
     "      match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port down\"]\n"
-    "      no_match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\"]\n"
+    "      no_match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\", \"[E1122 10:15:32.1 x.cpp:1] port down\"]\n"
     "  - id: CATCH-ALL\n"
     "    title: t\n"
     "    category: init\n"
@@ -241,7 +243,7 @@ TEST(RuleLoader, LaterLayerOverridesRule) {
   loader.BeginLayer();
   loader.AddSource("b.yaml", "rules:\n" + Rule("NET-A", R"(Using network (?P<network>IB))", "",
                                                  "n1:1:1 [0] NCCL INFO Using network IB",
-                                                 "n1:1:1 [0] NCCL INFO Using network Socket"));
+                                                 "n1:1:1 [0] NCCL INFO Not using network IB"));
   std::vector<Diagnostic> diags;
   auto set = loader.Build(&diags);
   ASSERT_TRUE(set) << (diags.empty() ? "" : diags[0].message);
@@ -394,6 +396,160 @@ TEST(RuleLoader, RejectsDisableOfAnUnknownRule) {
             "help: no rule or correlation has this id; see 'ncclscan rules --list'\n"
             "ncclscan: error: --disable names unknown rule 'NO-SUCH' [E-UNKNOWN-RULE]\n"
             "help: no rule or correlation has this id; see 'ncclscan rules --list'\n");
+}
+
+// One test per loader code whose message no other test shows whole.
+
+TEST(RuleLoader, RejectsRuleWithoutPattern) {
+  std::string text = std::string(kFacts) +
+                     "rules:\n"
+                     "  - id: NET-A\n"
+                     "    title: t\n"
+                     "    category: transport\n"
+                     "    family: nccl\n"
+                     "    facts: {network: x}\n";
+  EXPECT_EQ(Load(text),
+            "t.yaml:6:5: error: rule NET-A needs a 'pattern' (or 'fields') [E-MISSING-KEY]\n"
+            "      - id: NET-A\n"
+            "        ^\n"
+            "t.yaml:6:9: error: rule NET-A needs examples with at least one 'match' and one 'no_match' line "
+            "[E-MISSING-KEY]\n"
+            "      - id: NET-A\n"
+            "            ^\n"
+            "help: sample lines are checked at every load; they are the rule's regression test\n");
+}
+
+TEST(RuleLoader, RejectsUnknownFamily) {
+  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))");
+  text.replace(text.find("family: nccl"), 12, "family: ncc1");
+  EXPECT_EQ(Load(text),
+            "t.yaml:9:13: error: unknown family 'ncc1' [E-BAD-VALUE]\n"
+            "        family: ncc1\n"
+            "                ^\n"
+            "help: use one of: nccl, torch, elastic, any\n");
+}
+
+TEST(RuleLoader, RejectsExampleWithAnotherCapture) {
+  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))");
+  text.replace(text.find("      match: ["), std::string::npos,
+               "      match:\n"
+               "        - line: \"n1:1:1 [0] NCCL INFO Using network IB\"\n"
+               "          captures: {network: Socket}\n"
+               "      no_match: [\"n1:1:1 [0] NCCL INFO Not using network IB\"]\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:14:17: error: rule NET-A: capture 'network' is 'IB', example expects 'Socket' [E-SAMPLE-MISMATCH]\n"
+            "            - line: \"n1:1:1 [0] NCCL INFO Using network IB\"\n"
+            "                    ^\n");
+}
+
+TEST(RuleLoader, RejectsExplainsOfAnUnknownRule) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))",
+                          "    finding: {severity: error, explanation: x, explains: [NET-Z]}\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:12:59: error: explains unknown rule 'NET-Z' [E-UNKNOWN-RULE]\n"
+            "        finding: {severity: error, explanation: x, explains: [NET-Z]}\n"
+            "                                                              ^\n");
+}
+
+TEST(RuleLoader, RejectsUnknownFactWithHelp) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))");
+  text.replace(text.find("facts: {network:"), 16, "facts: {netwrk:");
+  EXPECT_EQ(Load(text),
+            "t.yaml:11:13: error: unknown fact 'netwrk' [E-UNKNOWN-FACT]\n"
+            "        facts: {netwrk: \"{network}\"}\n"
+            "                ^\n"
+            "help: declare it under 'facts:' in a rule file (docs/rules.md §1)\n"
+            "t.yaml:6:9: error: rule NET-A sets no facts, no identity and has no finding [E-MISSING-KEY]\n"
+            "      - id: NET-A\n"
+            "            ^\n"
+            "help: a rule must produce something\n");
+}
+
+TEST(RuleLoader, RejectsPatternWithoutLiteralWithHelp) {
+  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"((?P<network>\w+) \d+)", "",
+                                                            "n1:1:1 [0] NCCL INFO abc 12", "n1:1:1 [0] NCCL INFO -");
+  EXPECT_EQ(Load(text),
+            "t.yaml:10:14: error: pattern of rule NET-A has no literal of 3 or more characters to prefilter on "
+            "[E-RULE-NO-LITERAL]\n"
+            "        pattern: '(?P<network>\\w+) \\d+'\n"
+            "                 ^\n"
+            "help: every line would run this regex; anchor it on a fixed word of the message\n");
+}
+
+TEST(RuleLoader, RejectsTemplateWithUnknownVariableWithHelp) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))",
+                          "    finding: {severity: error, explanation: \"uses {netwrk}\"}\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:12:51: error: explanation: unknown variable '{netwrk}' [E-TEMPLATE]\n"
+            "        finding: {severity: error, explanation: \"uses {netwrk}\"}\n"
+            "                                                      ^\n"
+            "help: known here: count, hosts, network, ranks\n");
+}
+
+// Every rule needs a no_match line that gets past the prefilter (holds a key
+// atom) and is still rejected: one the prefilter drops tests nothing.
+TEST(RuleLoader, RejectsRuleWithoutANearMiss) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))", "", "n1:1:1 [0] NCCL INFO Using network IB",
+                          "n1:1:1 [0] NCCL INFO Using nothing");
+  EXPECT_EQ(Load(text),
+            "t.yaml:14:18: error: rule NET-A has no no_match example that reaches its regex [E-SAMPLE-NO-NEAR-MISS]\n"
+            "          no_match: [\"n1:1:1 [0] NCCL INFO Using nothing\"]\n"
+            "                     ^\n"
+            "help: add a no_match line that contains 'using network ' but must not match\n");
+  // The INFO twin of a WARN-only rule is a near miss: the level check rejects it.
+  std::string warn_only = std::string(kFacts) + "rules:\n" +
+                          Rule("NET-A", R"(Using network (?P<network>\S+))", "    level: [WARN]\n",
+                               "n1:1:1 [0] a.cc:1 NCCL WARN Using network IB", "n1:1:1 [0] NCCL INFO Using network IB");
+  EXPECT_EQ(Load(warn_only), "");
+  // A pattern that is one fixed phrase cannot reject a line holding it: exempt.
+  std::string phrase = std::string(kFacts) + "rules:\n" +
+                       Rule("NET-A", R"(Using network (?P<network>IB))", "", "n1:1:1 [0] NCCL INFO Using network IB",
+                            "n1:1:1 [0] NCCL INFO Using nothing");
+  EXPECT_EQ(Load(phrase), "");
+}
+
+TEST(RuleLoader, ReportsUnreadableRuleDirectoriesAndFiles) {
+  std::string dir = ::testing::TempDir() + "ncclscan_rules_io";
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "' && ln -s nowhere '" + dir + "/gone.yaml'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  RuleLoader loader;
+  EXPECT_FALSE(loader.AddDirectory(dir + "/missing"));
+  EXPECT_TRUE(loader.AddDirectory(dir));
+  std::vector<Diagnostic> diags;
+  EXPECT_FALSE(loader.Build(&diags));
+  std::string out;
+  for (const auto& d : diags) out += RenderDiagnostic(d, loader.sources());
+  EXPECT_EQ(out, dir + "/missing: error: cannot read rule directory: No such file or directory [E-IO]\n" + dir +
+                     "/gone.yaml: error: cannot read rule file: No such file or directory [E-IO]\n");
+}
+
+// Facts and events the engine depends on by name (rules/engine_contract.h).
+TEST(RuleLoader, RejectsEngineFactOfAnotherShape) {
+  EXPECT_EQ(Load("facts:\n"
+                 "  - name: last_opcount\n"
+                 "    merge: last\n"
+                 "    keyed: true\n"
+                 "    key: pg\n"),
+            "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm) for the extreme "
+            "correlation's cut-off-rank test; this declaration differs: merge max, not last, key: comm, not key: pg "
+            "[E-ENGINE-FACT]\n"
+            "      - name: last_opcount\n"
+            "              ^\n"
+            "help: declare it as rules/facts.yaml does, or name your fact differently\n");
+}
+
+TEST(RuleLoader, RejectsIdentityEventTheEngineDoesNotKnow) {
+  std::string text = std::string(kFacts) + "rules:\n" +
+                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    identity: {event: Started}\n");
+  EXPECT_EQ(Load(text),
+            "t.yaml:12:23: error: identity event 'Started' is not one the engine knows [E-ENGINE-EVENT]\n"
+            "        identity: {event: Started}\n"
+            "                          ^\n"
+            "help: use one of: Init START, Init COMPLETE, Abort START, Abort COMPLETE, Abort, Destroy COMPLETE\n");
 }
 
 TEST(RuleLoader, BuiltInRulesLoadAndTheirSamplesPass) {

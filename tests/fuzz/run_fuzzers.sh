@@ -8,14 +8,18 @@ SECS=${2:-60}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/ncclscan_fuzz.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/lines" "$WORK/yaml" "$WORK/json"
+mkdir -p "$WORK/lines" "$WORK/yaml" "$WORK/json" "$WORK/fr"
 # Seeds: lines of corpus logs in small batches; rule files; docker lines.
 find "$ROOT/corpus" -type f ! -name '*.json' ! -name '*.md' ! -name '*.gz' ! -name '*.zst' | sort | sed -n '1,200p' |
   while read -r f; do split -l 20 -a 4 "$f" "$WORK/lines/$(basename "$f")."; done
 cp "$ROOT"/rules/*.yaml "$WORK/yaml/"
 printf '"gpu-a17:1:1 [3] NCCL INFO Using network IB\\n","stream":"stdout","time":"2024-11-22T10:15:32.1Z"}' >"$WORK/json/a"
+# Flight Recorder dumps (pickle and JSON) of the corpus, named by case.
+for f in "$ROOT"/corpus/fr-*/nccl_trace_rank_*; do
+  if [ -f "$f" ]; then cp "$f" "$WORK/fr/$(basename "$(dirname "$f")")-$(basename "$f")"; fi
+done
 status=0
-for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml; do
+for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr; do
   name=${f%%:*}
   seeds=$WORK/${f##*:}
   reg="$ROOT/tests/fuzz/regressions/$name"

@@ -1,0 +1,522 @@
+#include "parsers/flight_recorder.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "parsers/pickle.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+// Text copied out of a dump is short in real dumps (names, dtypes, file
+// names); a longer value is cut so one hostile string costs little.
+constexpr size_t kMaxFieldText = 1024;
+// Container items and key comparisons the mapping may visit. A real dump
+// visits each value about once (a 2000-entry dump: a few million); a hostile
+// DAG could make a tiny file visit a huge list once per reference.
+constexpr size_t kMaxWork = size_t{1} << 26;
+
+std::string_view SkipBlanks(std::string_view s) {
+  if (StartsWith(s, "\xef\xbb\xbf")) s.remove_prefix(3);
+  size_t k = s.find_first_not_of(" \t\r\n");
+  return k == std::string_view::npos ? std::string_view() : s.substr(k);
+}
+
+// A JSON key in the head: the quoted name followed (after blanks) by ':',
+// and not inside a string (an escaped quote before it would be).
+bool HasJsonKey(std::string_view head, std::string_view quoted) {
+  for (size_t at = head.find(quoted); at != std::string_view::npos; at = head.find(quoted, at + 1)) {
+    if (at > 0 && head[at - 1] == '\\') continue;
+    std::string_view rest = SkipBlanks(head.substr(at + quoted.size()));
+    if (!rest.empty() && rest[0] == ':') return true;
+  }
+  return false;
+}
+
+// Maps the value tree of a dump to FrDump, charging what it copies to a
+// budget: the tree is a DAG (the memo lets one entry be listed a million
+// times), so the output is bounded on its own.
+class Mapper {
+ public:
+  Mapper(const PyTree& t, FrDump* out) : t_(t), out_(out) {}
+
+  bool Map(std::string* err) {
+    uint32_t root = t_.root();
+    if (root == PyTree::kNoValue || t_.kind(root) != PyKind::kDict) {
+      *err = "not a Flight Recorder dump: the top-level value is " + KindName(root) + ", not a dict";
+      return false;
+    }
+    uint32_t entries = Get(root, "entries");
+    uint32_t pg_config = Get(root, "pg_config");
+    uint32_t pg_status = Get(root, "pg_status");
+    if (entries == PyTree::kNoValue && pg_config == PyTree::kNoValue && pg_status == PyTree::kNoValue) {
+      *err = "not a Flight Recorder dump: no 'entries', 'pg_config' or 'pg_status'";
+      return false;
+    }
+    Text(Get(root, "version"), &out_->version);
+    if (!Text(Get(root, "comm_lib_version"), &out_->nccl_version)) {
+      Text(Get(root, "nccl_version"), &out_->nccl_version);
+    }
+    if (pg_config != PyTree::kNoValue && !MapPgConfig(pg_config, err)) return false;
+    if (pg_status != PyTree::kNoValue && !MapPgStatus(pg_status, err)) return false;
+    if (entries != PyTree::kNoValue && !MapEntries(entries, err)) return false;
+    return !OverWork(err);
+  }
+
+ private:
+  bool MapPgConfig(uint32_t d, std::string* err) {
+    if (t_.kind(d) != PyKind::kDict) return NotA("'pg_config'", "dict", err);
+    const auto& it = Items(d);
+    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+      if (OverWork(err)) return false;
+      std::string key;
+      if (!Text(it[i], &key)) continue;
+      FrProcessGroup pg;
+      uint32_t v = it[i + 1];
+      Text(Get(v, "name"), &pg.name);
+      Text(Get(v, "desc"), &pg.desc);
+      // "[0, 1, 2, 3]" as PyTorch writes it, or a list (a re-encoded dump).
+      uint32_t ranks = Get(v, "ranks");
+      if (t_.kind(ranks) == PyKind::kStr) {
+        std::string_view s = t_.str(ranks);
+        work_ += s.size();
+        for (size_t k = 0; k < s.size();) {
+          if (!IsDigit(s[k])) {
+            ++k;
+            continue;
+          }
+          std::string_view rest = s.substr(k);
+          int64_t r;
+          size_t before = rest.size();
+          if (!ConsumeInt(&rest, &r) || r > INT32_MAX) return Bad("'pg_config' ranks", err);
+          if (!Charge(sizeof(int), err)) return false;
+          pg.ranks.push_back(static_cast<int>(r));
+          k += before - rest.size();
+        }
+      } else {
+        for (uint32_t r : Items(ranks)) {
+          int64_t n;
+          if (!Int(r, &n) || n < 0 || n > INT32_MAX) continue;
+          if (!Charge(sizeof(int), err)) return false;
+          pg.ranks.push_back(static_cast<int>(n));
+        }
+      }
+      if (!Charge(sizeof(FrProcessGroup) + key.size() + 64, err)) return false;
+      out_->pg_config[key] = std::move(pg);
+    }
+    return true;
+  }
+
+  bool MapPgStatus(uint32_t d, std::string* err) {
+    if (t_.kind(d) != PyKind::kDict) return NotA("'pg_status'", "dict", err);
+    const auto& it = Items(d);
+    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+      if (OverWork(err)) return false;
+      std::string key;
+      if (!Text(it[i], &key)) continue;
+      FrPgStatus st;
+      uint32_t v = it[i + 1];
+      Int(Get(v, "last_enqueued_collective"), &st.last_enqueued);
+      Int(Get(v, "last_started_collective"), &st.last_started);
+      Int(Get(v, "last_completed_collective"), &st.last_completed);
+      if (!Charge(sizeof(FrPgStatus) + key.size() + 64, err)) return false;
+      out_->pg_status[key] = st;
+    }
+    return true;
+  }
+
+  bool MapEntries(uint32_t l, std::string* err) {
+    PyKind k = t_.kind(l);
+    if (k != PyKind::kList && k != PyKind::kTuple) return NotA("'entries'", "list", err);
+    const auto& it = Items(l);
+    out_->entries.reserve(std::min<size_t>(it.size(), 4096));
+    for (size_t i = 0; i < it.size(); ++i) {
+      if (OverWork(err)) return false;
+      uint32_t e = it[i];
+      if (t_.kind(e) != PyKind::kDict) return NotA("entry " + std::to_string(i), "dict", err);
+      if (!Charge(sizeof(FrEntry), err)) return false;
+      FrEntry fe;
+      Int(Get(e, "record_id"), &fe.record_id);
+      Text(Get(e, "pg_id"), &fe.pg_id);
+      uint32_t pg = Get(e, "process_group");
+      if (pg != PyTree::kNoValue) {
+        const auto& names = Items(pg);
+        if (t_.kind(pg) != PyKind::kDict && names.size() >= 1) Text(names[0], &fe.pg_name);
+        if (t_.kind(pg) != PyKind::kDict && names.size() >= 2) Text(names[1], &fe.pg_desc);
+      }
+      // Versions before 2.2 called the collective sequence "seq_id".
+      if (!Int(Get(e, "collective_seq_id"), &fe.collective_seq_id)) Int(Get(e, "seq_id"), &fe.collective_seq_id);
+      Int(Get(e, "p2p_seq_id"), &fe.p2p_seq_id);
+      Int(Get(e, "op_id"), &fe.op_id);
+      Text(Get(e, "profiling_name"), &fe.profiling_name);
+      Text(Get(e, "state"), &fe.state);
+      Bool(Get(e, "is_p2p"), &fe.is_p2p);
+      Bool(Get(e, "retired"), &fe.retired);
+      Real(Get(e, "time_created_ns"), &fe.time_created_ns);
+      Real(Get(e, "time_discovered_started_ns"), &fe.time_started_ns);
+      Real(Get(e, "time_discovered_completed_ns"), &fe.time_completed_ns);
+      Real(Get(e, "duration_ms"), &fe.duration_ms);
+      Int(Get(e, "timeout_ms"), &fe.timeout_ms);
+      if (!Sizes(Get(e, "input_sizes"), &fe.input_sizes, err) ||
+          !Sizes(Get(e, "output_sizes"), &fe.output_sizes, err) ||
+          !Texts(Get(e, "input_dtypes"), &fe.input_dtypes, err) ||
+          !Texts(Get(e, "output_dtypes"), &fe.output_dtypes, err)) {
+        return false;
+      }
+      const auto& frames = Items(Get(e, "frames"));
+      if (!frames.empty()) {
+        std::string name, file, line;
+        Text(Get(frames[0], "name"), &name);
+        Text(Get(frames[0], "filename"), &file);
+        Text(Get(frames[0], "line"), &line);
+        fe.top_frame = name + " (" + file + (line.empty() ? "" : ":" + line) + ")";
+      }
+      size_t text = fe.pg_id.size() + fe.pg_name.size() + fe.pg_desc.size() + fe.profiling_name.size() +
+                    fe.state.size() + fe.top_frame.size();
+      if (!Charge(text, err)) return false;
+      out_->entries.push_back(std::move(fe));
+    }
+    return true;
+  }
+
+  // A list of shapes: [[2, 3], [4]].
+  bool Sizes(uint32_t l, std::vector<std::vector<int64_t>>* out, std::string* err) {
+    if (l == PyTree::kNoValue) return true;
+    for (uint32_t shape : Items(l)) {
+      if (!Charge(sizeof(std::vector<int64_t>), err)) return false;
+      std::vector<int64_t> dims;
+      for (uint32_t d : Items(shape)) {
+        int64_t n;
+        if (!Int(d, &n)) continue;
+        if (!Charge(sizeof(int64_t), err)) return false;
+        dims.push_back(n);
+      }
+      out->push_back(std::move(dims));
+    }
+    return true;
+  }
+
+  bool Texts(uint32_t l, std::vector<std::string>* out, std::string* err) {
+    if (l == PyTree::kNoValue) return true;
+    for (uint32_t v : Items(l)) {
+      std::string s;
+      Text(v, &s);
+      if (!Charge(sizeof(std::string) + s.size(), err)) return false;
+      out->push_back(std::move(s));
+    }
+    return true;
+  }
+
+  // The tree's own accessors, with the work they do counted; past kMaxWork
+  // they find nothing, so loops end, and OverWork reports it.
+  uint32_t Get(uint32_t d, std::string_view key) {
+    if (work_ > kMaxWork) return PyTree::kNoValue;
+    work_ += t_.items(d).size();
+    return t_.Get(d, key);
+  }
+  const std::vector<uint32_t>& Items(uint32_t v) {
+    static const std::vector<uint32_t> kNone;
+    if (work_ > kMaxWork) return kNone;
+    work_ += t_.items(v).size();
+    return t_.items(v);
+  }
+  bool OverWork(std::string* err) const {
+    if (work_ <= kMaxWork) return false;
+    *err = "Flight Recorder dump too large: more than " + std::to_string(kMaxWork) +
+           " values visited (shared values referenced many times)";
+    return true;
+  }
+
+  // Lenient scalar readers: the JSON form writes some numbers as strings;
+  // None and missing keys leave the default.
+  bool Int(uint32_t v, int64_t* out) const {
+    if (v == PyTree::kNoValue) return false;
+    switch (t_.kind(v)) {
+      case PyKind::kInt:
+      case PyKind::kBool:
+        *out = t_.integer(v);
+        return true;
+      case PyKind::kFloat: {
+        double d = t_.real(v);
+        if (!std::isfinite(d) || d < -9.2e18 || d > 9.2e18) return false;
+        *out = static_cast<int64_t>(d);
+        return true;
+      }
+      case PyKind::kStr: {
+        std::string_view s = TrimSpace(t_.str(v));
+        bool neg = ConsumePrefix(&s, "-");
+        int64_t n;
+        if (!ConsumeInt(&s, &n) || !s.empty()) return false;
+        *out = neg ? -n : n;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  bool Real(uint32_t v, double* out) const {
+    if (v == PyTree::kNoValue) return false;
+    if (t_.kind(v) == PyKind::kFloat) {
+      *out = t_.real(v);
+      return true;
+    }
+    if (t_.kind(v) == PyKind::kStr) {
+      long double d;
+      if (!ParseNumber(TrimSpace(t_.str(v)), false, &d)) return false;
+      *out = static_cast<double>(d);
+      return true;
+    }
+    int64_t i;
+    if (!Int(v, &i)) return false;
+    *out = static_cast<double>(i);
+    return true;
+  }
+
+  bool Bool(uint32_t v, bool* out) const {
+    if (v == PyTree::kNoValue) return false;
+    if (t_.kind(v) == PyKind::kStr) {
+      std::string_view s = t_.str(v);
+      if (s != "true" && s != "false" && s != "True" && s != "False") return false;
+      *out = s[0] == 't' || s[0] == 'T';
+      return true;
+    }
+    int64_t i;
+    if (!Int(v, &i)) return false;
+    *out = i != 0;
+    return true;
+  }
+
+  bool Text(uint32_t v, std::string* out) const {
+    if (v == PyTree::kNoValue) return false;
+    switch (t_.kind(v)) {
+      case PyKind::kStr: {
+        std::string_view s = CutUtf8(t_.str(v), kMaxFieldText);
+        out->assign(s.data(), s.size());
+        return true;
+      }
+      case PyKind::kInt:
+        *out = std::to_string(t_.integer(v));
+        return true;
+      case PyKind::kFloat: {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", t_.real(v));
+        *out = buf;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  std::string KindName(uint32_t v) const {
+    if (v == PyTree::kNoValue) return "missing";
+    switch (t_.kind(v)) {
+      case PyKind::kNone:
+        return "None";
+      case PyKind::kBool:
+        return "a bool";
+      case PyKind::kInt:
+        return "an int";
+      case PyKind::kFloat:
+        return "a float";
+      case PyKind::kStr:
+        return "a string";
+      case PyKind::kList:
+        return "a list";
+      case PyKind::kTuple:
+        return "a tuple";
+      case PyKind::kDict:
+        return "a dict";
+      case PyKind::kCallable:
+        return "a global";
+    }
+    return "?";
+  }
+
+  bool NotA(const std::string& what, const char* kind, std::string* err) const {
+    *err = "not a Flight Recorder dump: " + what + " is not a " + kind;
+    return false;
+  }
+  bool Bad(const std::string& what, std::string* err) const {
+    *err = "malformed Flight Recorder dump: " + what;
+    return false;
+  }
+  bool Charge(size_t n, std::string* err) {
+    if (n > kMaxFlightRecorderBytes - used_) {
+      *err = "Flight Recorder dump too large: it would take more than " +
+             std::to_string(kMaxFlightRecorderBytes >> 20) + " MiB in memory";
+      return false;
+    }
+    used_ += n;
+    return true;
+  }
+
+  const PyTree& t_;
+  FrDump* out_;
+  size_t used_ = 0;  // bytes charged to the output
+  size_t work_ = 0;  // items visited
+};
+
+// The JSON form, converted to the same value tree (strings view the parser's
+// buffer, which outlives the mapping). Recursion is bounded by kMaxPickleDepth.
+bool JsonToTree(simdjson::dom::element e, int depth, PyTree* t, uint32_t* out, std::string* err) {
+  if (depth > static_cast<int>(kMaxPickleDepth)) {
+    *err = "JSON too deeply nested (more than " + std::to_string(kMaxPickleDepth) + " levels)";
+    return false;
+  }
+  uint32_t v = PyTree::kNoValue;
+  switch (e.type()) {
+    case simdjson::dom::element_type::ARRAY: {
+      v = t->AddContainer(PyKind::kList);
+      if (v == PyTree::kNoValue) break;
+      simdjson::dom::array arr;
+      if (e.get_array().get(arr) != simdjson::SUCCESS) break;
+      for (simdjson::dom::element x : arr) {
+        uint32_t c;
+        if (!JsonToTree(x, depth + 1, t, &c, err)) return false;
+        if (!t->Append(v, c)) {
+          v = PyTree::kNoValue;
+          break;
+        }
+      }
+      break;
+    }
+    case simdjson::dom::element_type::OBJECT: {
+      v = t->AddContainer(PyKind::kDict);
+      if (v == PyTree::kNoValue) break;
+      simdjson::dom::object obj;
+      if (e.get_object().get(obj) != simdjson::SUCCESS) break;
+      for (simdjson::dom::key_value_pair kv : obj) {
+        uint32_t k = t->AddStr(kv.key), c;
+        if (k == PyTree::kNoValue) {
+          v = k;
+          break;
+        }
+        if (!JsonToTree(kv.value, depth + 1, t, &c, err)) return false;
+        if (!t->Append(v, k) || !t->Append(v, c)) {
+          v = PyTree::kNoValue;
+          break;
+        }
+      }
+      break;
+    }
+    case simdjson::dom::element_type::INT64: {
+      int64_t i = 0;
+      if (e.get(i) != simdjson::SUCCESS) break;
+      v = t->AddInt(i);
+      break;
+    }
+    case simdjson::dom::element_type::UINT64: {
+      uint64_t u = 0;
+      if (e.get(u) != simdjson::SUCCESS) break;
+      v = t->AddFloat(static_cast<double>(u));
+      break;
+    }
+    case simdjson::dom::element_type::DOUBLE: {
+      double d = 0;
+      if (e.get(d) != simdjson::SUCCESS) break;
+      v = t->AddFloat(d);
+      break;
+    }
+    case simdjson::dom::element_type::STRING: {
+      std::string_view s;
+      if (e.get(s) != simdjson::SUCCESS) break;
+      v = t->AddStr(s);
+      break;
+    }
+    case simdjson::dom::element_type::BOOL: {
+      bool b = false;
+      if (e.get(b) != simdjson::SUCCESS) break;
+      v = t->AddBool(b);
+      break;
+    }
+    case simdjson::dom::element_type::NULL_VALUE:
+      v = t->AddNone();
+      break;
+  }
+  if (v == PyTree::kNoValue) {
+    *err = "JSON too large: more than " + std::to_string(kMaxPickleTreeBytes >> 20) + " MiB of values";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool LooksLikePickle(std::string_view head) {
+  return head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5;
+}
+
+bool LooksLikeFlightRecorder(std::string_view head) {
+  if (LooksLikePickle(head)) {
+    std::string_view rest = head.substr(2);
+    if (!rest.empty() && static_cast<uint8_t>(rest[0]) == 0x95) rest = rest.substr(std::min<size_t>(9, rest.size()));
+    // A dict, or PyTorch's type tag around one.
+    return StartsWith(rest, "}") || StartsWith(rest, "ctorch.jit._pickle\n");
+  }
+  std::string_view t = SkipBlanks(head);
+  if (t.empty() || t[0] != '{') return false;
+  // docker json-file lines are objects too; they carry "log" on the first line.
+  std::string_view first_line = t.substr(0, t.find('\n'));
+  if (first_line.find("\"log\":") != std::string_view::npos) return false;
+  return HasJsonKey(t, "\"pg_config\"") || HasJsonKey(t, "\"pg_status\"") ||
+         (HasJsonKey(t, "\"entries\"") && HasJsonKey(t, "\"version\""));
+}
+
+bool ParseFlightRecorder(std::string_view bytes, FrDump* out, std::string* err) {
+  *out = FrDump();
+  if (bytes.size() > kMaxFlightRecorderBytes) {
+    *err = "Flight Recorder dump too large: " + std::to_string(bytes.size()) + " bytes (the limit is " +
+           std::to_string(kMaxFlightRecorderBytes >> 20) + " MiB)";
+    return false;
+  }
+  PyTree tree;
+  if (LooksLikePickle(bytes)) {
+    if (!ParsePickle(bytes, &tree, err)) return false;
+    return Mapper(tree, out).Map(err);
+  }
+  std::string_view t = SkipBlanks(bytes);
+  if (t.empty() || t[0] != '{') {
+    *err = "not a Flight Recorder dump: neither a pickle (protocol 2 or later) nor a JSON object";
+    return false;
+  }
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(t.data(), t.size());
+  simdjson::dom::element root;
+  if (auto e = parser.parse(padded).get(root); e != simdjson::SUCCESS) {
+    *err = std::string("invalid JSON: ") + simdjson::error_message(e);
+    return false;
+  }
+  uint32_t r;
+  if (!JsonToTree(root, 0, &tree, &r, err)) return false;
+  tree.set_root(r);
+  return Mapper(tree, out).Map(err);
+}
+
+int RankFromDumpName(std::string_view path) {
+  size_t slash = path.find_last_of('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // Up to two extensions that start with a letter (".json", ".pkl", ".json.gz"):
+  // "nccl_trace_rank_3.pkl" is rank 3, but the digits of ".1" are the rank.
+  for (int i = 0; i < 2; ++i) {
+    size_t dot = base.find_last_of('.');
+    if (dot == std::string_view::npos || dot + 1 >= base.size() || !IsAlpha(base[dot + 1])) break;
+    base = base.substr(0, dot);
+  }
+  size_t k = base.size();
+  while (k > 0 && IsDigit(base[k - 1])) --k;
+  std::string_view digits = base.substr(k);
+  // More digits than any rank has is a date or a pid, not a rank.
+  if (digits.empty() || digits.size() > 7) return -1;
+  int r = 0;
+  for (char c : digits) r = r * 10 + (c - '0');
+  return r;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,49 @@
+// The engine's contract with the rule files: the facts that engine/*.cc reads or
+// sets by name, with the shape it assumes (merge mode, keyed, what the key
+// names), and the identity `event` values it acts on. Rule files are data a
+// user may override; these names are the few places where C++ depends on that
+// data, so the loader checks them at every load (E-ENGINE-FACT,
+// E-ENGINE-EVENT) instead of letting a renamed or reshaped fact silently turn
+// a feature off.
+//
+// Adding a FindFact("x") or an event comparison to the engine? Add it here.
+//
+// Thread-safety: constant tables; every function is pure.
+#ifndef NCCLSCAN_RULES_ENGINE_CONTRACT_H_
+#define NCCLSCAN_RULES_ENGINE_CONTRACT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/rule.h"
+
+namespace ncclscan {
+
+struct EngineFact {
+  const char* name;
+  MergeMode merge;
+  bool keyed;
+  const char* key_kind;  // "", "comm" or "pg" (keyed facts: what the key names)
+  const char* used_for;  // for the error message: which part of the engine reads it
+};
+
+// Every fact of the contract, in a fixed order.
+const std::vector<EngineFact>& EngineFacts();
+
+// The identity `event` values the engine knows (engine/job_state.cc: Init START
+// and Init COMPLETE mark a communicator's members, Abort… an abort; the others
+// are accepted and ignored).
+const std::vector<std::string_view>& EngineEvents();
+bool IsEngineEvent(std::string_view event);
+
+// "first", "last", … as written in a rule file.
+const char* MergeModeName(MergeMode m);
+
+// "" when `spec` has the shape `want` needs, else what differs
+// ("merge last, not first", "keyed with key: comm", …).
+std::string EngineFactMismatch(const EngineFact& want, const FactSpec& spec);
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_RULES_ENGINE_CONTRACT_H_

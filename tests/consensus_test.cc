@@ -1,0 +1,294 @@
+#include "engine/consensus.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "engine/analyze.h"
+
+#include "engine/diagnosis.h"
+#include "rules/rule_loader.h"
+#include "tests/test_util.h"
+
+namespace ncclscan {
+namespace {
+
+const RuleSet& Rules() {
+  static std::unique_ptr<RuleSet> set = [] {
+    std::string err;
+    auto s = LoadRules({}, &err);
+    if (!s) ADD_FAILURE() << err;
+    return s;
+  }();
+  return *set;
+}
+
+FrEntry Coll(int64_t seq, const std::string& name, const std::string& state, std::vector<int64_t> shape = {4, 5},
+             const std::string& dtype = "Float") {
+  FrEntry e;
+  e.record_id = seq;
+  e.pg_id = "0";
+  e.pg_name = "0";
+  e.pg_desc = "default_pg";
+  e.collective_seq_id = seq;
+  e.p2p_seq_id = 0;
+  e.profiling_name = name;
+  e.state = state;
+  e.input_sizes = {shape};
+  e.output_sizes = {shape};
+  e.input_dtypes = {dtype};
+  e.output_dtypes = {dtype};
+  e.top_frame = "train_step (train.py:88)";
+  return e;
+}
+
+FrEntry P2p(int64_t seq, const std::string& name, std::vector<int64_t> shape = {8}) {
+  FrEntry e = Coll(0, name, "started", shape);
+  e.collective_seq_id = 0;
+  e.p2p_seq_id = seq;
+  e.is_p2p = true;
+  return e;
+}
+
+// A world of `n` ranks in pg "0"; each rank's entries from `entries(rank)`.
+template <typename F>
+std::vector<FrFile> World(int n, F entries, std::vector<int> skip = {}) {
+  std::vector<FrFile> files;
+  FrProcessGroup pg;
+  pg.name = "0";
+  pg.desc = "default_pg";
+  for (int r = 0; r < n; ++r) pg.ranks.push_back(r);
+  for (int r = 0; r < n; ++r) {
+    if (std::count(skip.begin(), skip.end(), r)) continue;
+    FrFile f;
+    f.path = "nccl_trace_rank_" + std::to_string(r);
+    f.rank = r;
+    f.dump.version = "2.4";
+    f.dump.pg_config["0"] = pg;
+    f.dump.entries = entries(r);
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+std::vector<Finding> Check(const std::vector<FrFile>& files) {
+  JobState state(&Rules());
+  for (const auto& f : files) state.AddFlightRecorder(f);
+  state.Finalize();
+  std::vector<Finding> out;
+  RunCollectiveChecks(state, &out);
+  return out;
+}
+
+const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
+  for (const auto& f : fs) {
+    if (f.rule_id == id) return &f;
+  }
+  return nullptr;
+}
+
+TEST(Consensus, HealthyDumpsSayNothing) {
+  auto fs = Check(World(4, [](int) {
+    return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed"), Coll(2, "nccl:all_reduce", "completed")};
+  }));
+  EXPECT_TRUE(fs.empty()) << fs[0].rule_id << ": " << fs[0].explanation;
+}
+
+TEST(Consensus, MissingDumpNamesTheRankWithoutAFile) {
+  auto fs = Check(World(
+      4, [](int) { return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "started")}; }, {2}));
+  const Finding* f = Find(fs, "CONSENSUS-MISSING-DUMP");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{2});
+}
+
+TEST(Consensus, BehindNamesTheRankThatNeverEnqueued) {
+  auto fs = Check(World(4, [](int r) {
+    std::vector<FrEntry> e{Coll(1, "nccl:all_reduce", "completed")};
+    if (r != 3) e.push_back(Coll(2, "nccl:all_reduce", "started"));
+    return e;
+  }));
+  const Finding* f = Find(fs, "CONSENSUS-BEHIND");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{3});
+  EXPECT_EQ(f->sequence, "2");
+  EXPECT_NE(f->explanation.find("never enqueued #2 (ALL_REDUCE)"), std::string::npos) << f->explanation;
+}
+
+TEST(Consensus, SizeMismatchNamesTheMinorityAndTheField) {
+  auto fs = Check(World(4, [](int r) {
+    return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed"),
+                                Coll(2, "nccl:all_reduce", "started", r == 1 ? std::vector<int64_t>{4, 6}
+                                                                             : std::vector<int64_t>{4, 5})};
+  }));
+  const Finding* f = Find(fs, "CONSENSUS-CALL-MISMATCH");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+  EXPECT_NE(f->explanation.find("differs in size"), std::string::npos) << f->explanation;
+  // The evidence cites the dump file and entry.
+  ASSERT_FALSE(f->evidence.empty());
+  EXPECT_NE(f->evidence[0].text.find("nccl_trace_rank_1: record 2 nccl:all_reduce"), std::string::npos);
+  EXPECT_NE(f->evidence[0].text.find("train.py:88"), std::string::npos);
+}
+
+TEST(Consensus, EveryMismatchOfEveryGroupIsReported) {
+  auto fs = Check(World(4, [](int r) {
+    return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed", {4}, r == 0 ? "BFloat16" : "Float"),
+                                Coll(2, r == 2 ? "nccl:broadcast" : "nccl:all_reduce", "started")};
+  }));
+  int n = 0;
+  for (const auto& f : fs) n += f.rule_id == "CONSENSUS-CALL-MISMATCH";
+  EXPECT_EQ(n, 2);
+}
+
+TEST(Consensus, NotStartedNamesTheRankStillScheduled) {
+  auto fs = Check(World(4, [](int r) {
+    return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed"),
+                                Coll(2, "nccl:all_reduce", r == 0 ? "scheduled" : "started")};
+  }));
+  const Finding* f = Find(fs, "CONSENSUS-NOT-STARTED");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{0});
+}
+
+TEST(Consensus, UnpairedSendNamesTheSilentReceiver) {
+  auto fs = Check(World(2, [](int r) {
+    if (r == 0) return std::vector<FrEntry>{P2p(1, "nccl:send 0->1"), P2p(2, "nccl:send 0->1")};
+    return std::vector<FrEntry>{P2p(1, "nccl:recv 1<-0")};
+  }));
+  const Finding* f = Find(fs, "CONSENSUS-P2P-UNPAIRED");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+}
+
+TEST(Consensus, P2pSizeMismatchNamesBothEnds) {
+  auto fs = Check(World(2, [](int r) {
+    if (r == 0) return std::vector<FrEntry>{P2p(1, "nccl:send 0->1", {8})};
+    return std::vector<FrEntry>{P2p(1, "nccl:recv 1<-0", {16})};
+  }));
+  const Finding* f = Find(fs, "CONSENSUS-P2P-UNPAIRED");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, (std::vector<int>{0, 1}));
+}
+
+TEST(Consensus, ReceiveFromTheWrongPeerNamesTheReceiver) {
+  // 2 sends to 3; 3 receives from 1, who sends nothing: one finding, rank 3.
+  auto fs = Check(World(4, [](int r) {
+    if (r == 2) return std::vector<FrEntry>{P2p(1, "nccl:send 2->3")};
+    if (r == 3) return std::vector<FrEntry>{P2p(1, "nccl:recv 3<-1")};
+    return std::vector<FrEntry>{};
+  }));
+  ASSERT_EQ(fs.size(), 1u) << fs[0].explanation;
+  EXPECT_EQ(fs[0].rule_id, "CONSENSUS-P2P-UNPAIRED");
+  EXPECT_EQ(fs[0].ranks, std::vector<int>{3});
+  EXPECT_NE(fs[0].explanation.find("peer mismatch"), std::string::npos) << fs[0].explanation;
+}
+
+TEST(Consensus, GroupsAreComparedOnlyWithinThemselves) {
+  // pg "1" has its own sequence: its #1 on ranks 0-1 is unrelated to pg "0"'s #1.
+  auto files = World(2, [](int) { return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed")}; });
+  for (auto& f : files) {
+    FrEntry e = Coll(1, "nccl:all_gather", "completed", {64});
+    e.pg_id = "1";
+    e.pg_name = "1";
+    f.dump.entries.push_back(e);
+    f.dump.pg_config["1"] = FrProcessGroup{"1", "tp", {0, 1}};
+  }
+  EXPECT_TRUE(Check(files).empty());
+}
+
+TEST(Consensus, WindowKeepsTheLatestSequences) {
+  CollectiveModel m;
+  FrFile f = World(1, [](int) {
+    std::vector<FrEntry> e;
+    for (int i = 1; i <= 500; ++i) e.push_back(Coll(i, "nccl:all_reduce", "completed"));
+    return e;
+  })[0];
+  m.AddDump(f, -1);
+  const RankView& v = m.groups().at("pg 0").ranks.at(0);
+  EXPECT_EQ(v.calls.size(), CollectiveModel::kWindow);
+  EXPECT_EQ(v.calls.rbegin()->first, 500);
+  EXPECT_EQ(v.last_completed, 500);
+}
+
+TEST(Consensus, LoaderRejectsAnUnknownCheck) {
+  TempDir dir;
+  dir.Write("site.yaml",
+            "correlations:\n"
+            "  - id: SITE-CULPRIT\n"
+            "    title: t\n"
+            "    category: desync\n"
+            "    kind: collective\n"
+            "    check: guess\n"
+            "    finding: {severity: error, explanation: \"{ranks}\", remediation: r}\n");
+  std::string err;
+  EXPECT_EQ(LoadRules({dir.path()}, &err), nullptr);
+  EXPECT_NE(err.find("unknown collective check 'guess'"), std::string::npos) << err;
+}
+
+TEST(Consensus, CollCallKeepsTheLatestCallPerCommunicator) {
+  // 300 COLL lines of one rank: coll_call holds one entry per communicator, the
+  // latest call (what the rank did where it hangs), so a traced job's bulk folds.
+  std::string text;
+  for (int i = 0; i < 300; ++i) {
+    text += fmt::format(
+        "n1:7:7 [0] NCCL INFO AllReduce: opCount {:x} sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 "
+        "comm 0x55d0c1a0e9f0 [nranks=2] stream 0x2\n",
+        i);
+  }
+  TempDir dir;
+  std::string path = dir.Write("rank0.log", text);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  const int fact = Rules().FindFact("coll_call");
+  size_t keys = 0;
+  std::string latest;
+  for (int s : a.state->LiveSubjects()) {
+    for (const auto& kv : a.state->subjects()[s].keyed[fact]) {
+      ++keys;
+      latest = kv.second.value;
+    }
+  }
+  EXPECT_EQ(keys, 1u);
+  EXPECT_EQ(latest, "12b AllReduce 8 7 0");
+}
+
+TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
+  // A user fact with `window: 16`: of 300 keys set by one process, about the
+  // newest 16..32 remain, the latest among them.
+  TempDir dir;
+  dir.Write("rules/w.yaml",
+            "facts:\n"
+            "  - {name: step_seen, merge: last, keyed: true, window: 16, description: d}\n"
+            "rules:\n"
+            "  - id: SITE-STEP\n"
+            "    title: t\n"
+            "    category: config\n"
+            "    family: any\n"
+            "    pattern: 'site step (?P<n>\\d+)'\n"
+            "    facts: {\"step_seen[{n}]\": \"{n}\"}\n"
+            "    examples:\n"
+            "      match: [\"site step 3\"]\n"
+            "      no_match: [\"site step x\"]\n");
+  std::string err;
+  auto rules = LoadRules({dir.path() + "/rules"}, &err);
+  ASSERT_TRUE(rules) << err;
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += fmt::format("n1:7:7 [0] NCCL INFO site step {}\n", i);
+  std::string path = dir.Write("rank0.log", text);
+  Analysis a = Analyze(*rules, {path}, ScanOptions());
+  const int fact = rules->FindFact("step_seen");
+  size_t keys = 0;
+  bool newest = false;
+  for (int s : a.state->LiveSubjects()) {
+    keys += a.state->subjects()[s].keyed[fact].size();
+    newest |= a.state->subjects()[s].keyed[fact].count("299") > 0;
+  }
+  EXPECT_GE(keys, 16u);
+  EXPECT_LE(keys, 32u);
+  EXPECT_TRUE(newest);
+}
+
+}  // namespace
+}  // namespace ncclscan

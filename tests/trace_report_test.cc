@@ -1,0 +1,322 @@
+// The timeline (`--format trace`) on small hand-built jobs: tracks named per
+// rank, the culprit marked and sorted first, Flight Recorder entries as slices
+// (never-completed work drawn to the dumps' latest time), watchdog lines as
+// slices ending at their time, the two clocks aligned, untimed findings at ts 0,
+// hostile text escaped, and the output a valid, deterministic JSON document.
+#include "engine/trace_report.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rules/rule_loader.h"
+
+namespace ncclscan {
+namespace {
+
+const RuleSet& Rules() {
+  static std::unique_ptr<RuleSet> set = [] {
+    std::string err;
+    auto s = LoadRules({}, &err);
+    if (!s) ADD_FAILURE() << err;
+    return s;
+  }();
+  return *set;
+}
+
+struct Ev {
+  std::string ph, name, cat;
+  int64_t pid = 0, tid = 0;
+  double ts = 0, dur = -1;
+  std::map<std::string, std::string> args;  // strings and numbers, as text
+};
+
+struct Trace {
+  std::vector<Ev> events;
+  std::map<std::string, std::string> other;
+};
+
+// Parses the document (failing the test if it is not valid JSON of the
+// expected shape) into events with their string / number arguments.
+Trace Parse(const std::string& json) {
+  Trace t;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  auto err = parser.parse(json).get(doc);
+  EXPECT_EQ(err, simdjson::SUCCESS) << json;
+  if (err) return t;
+  EXPECT_EQ(std::string(doc["displayTimeUnit"].get_string().value()), "ms");
+  for (auto kv : doc["otherData"].get_object()) {
+    if (kv.value.is_string()) t.other[std::string(kv.key)] = std::string(kv.value.get_string().value());
+  }
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    Ev ev;
+    ev.ph = std::string(e["ph"].get_string().value());
+    ev.name = std::string(e["name"].get_string().value());
+    if (e["cat"].error() == simdjson::SUCCESS) ev.cat = std::string(e["cat"].get_string().value());
+    ev.pid = e["pid"].get_int64().value();
+    ev.tid = e["tid"].get_int64().value();
+    ev.ts = e["ts"].get_double().value();
+    if (e["dur"].error() == simdjson::SUCCESS) ev.dur = e["dur"].get_double().value();
+    if (ev.ph == "i") {
+      EXPECT_EQ(std::string(e["s"].get_string().value()), "t");
+    }
+    for (auto kv : e["args"].get_object()) {
+      std::string v;
+      if (kv.value.is_string())
+        v = std::string(kv.value.get_string().value());
+      else if (kv.value.is_int64())
+        v = std::to_string(kv.value.get_int64().value());
+      else
+        v = simdjson::to_string(kv.value);
+      ev.args[std::string(kv.key)] = v;
+    }
+    t.events.push_back(ev);
+  }
+  return t;
+}
+
+const Ev* Find(const Trace& t, const std::string& ph, const std::string& name, int64_t tid = -1) {
+  for (const Ev& e : t.events) {
+    if (e.ph == ph && e.name == name && (tid < 0 || e.tid == tid)) return &e;
+  }
+  return nullptr;
+}
+
+std::string ThreadName(const Trace& t, int64_t tid) {
+  for (const Ev& e : t.events) {
+    if (e.ph == "M" && e.name == "thread_name" && e.tid == tid) return e.args.at("name");
+  }
+  return "";
+}
+
+int64_t ThreadSort(const Trace& t, int64_t tid) {
+  for (const Ev& e : t.events) {
+    if (e.ph == "M" && e.name == "thread_sort_index" && e.tid == tid) return std::stoll(e.args.at("sort_index"));
+  }
+  return -1;
+}
+
+// 2^60 ns (2006-07-14): times of the form base + k * 2^20 are exact as doubles,
+// as FrEntry keeps them.
+constexpr double kBase = 1152921504606846976.0;
+constexpr double kStep = 1048576.0;  // 1.048576 ms
+
+FrEntry Entry(int64_t seq, const std::string& state, double created, double completed) {
+  FrEntry e;
+  e.record_id = seq - 1;
+  e.pg_id = "0";
+  e.pg_name = "0";
+  e.pg_desc = "default_pg";
+  e.collective_seq_id = seq;
+  e.op_id = seq;
+  e.profiling_name = "nccl:all_reduce";
+  e.state = state;
+  e.time_created_ns = created;
+  e.time_completed_ns = completed;
+  e.timeout_ms = 600000;
+  e.input_sizes = e.output_sizes = {{4096, 1024}};
+  e.input_dtypes = e.output_dtypes = {"Float"};
+  return e;
+}
+
+// Rank 0 completed seq 1 and hangs in seq 2; rank 1 completed seq 1 and never enqueued seq 2.
+void AddDumps(JobState* st) {
+  FrFile r0, r1;
+  r0.path = "dumps/nccl_trace_rank_0";
+  r0.rank = 0;
+  r0.dump.entries = {Entry(1, "completed", kBase, kBase + 2 * kStep), Entry(2, "started", kBase + 10 * kStep, -1)};
+  r1.path = "dumps/nccl_trace_rank_1";
+  r1.rank = 1;
+  r1.dump.entries = {Entry(1, "completed", kBase + kStep, kBase + 40 * kStep)};
+  st->AddFlightRecorder(r0);
+  st->AddFlightRecorder(r1);
+}
+
+Finding MakeFinding(const std::string& id, const std::vector<int>& suspects, const std::string& text, double time) {
+  Finding f;
+  f.rule_id = id;
+  f.title = "test finding";
+  f.severity = Severity::kError;
+  f.suspect_ranks = suspects;
+  f.ranks = suspects;
+  Evidence e;
+  e.text = text;
+  e.time = time;
+  e.line = 7;
+  f.evidence.push_back(e);
+  f.fingerprint = "0123456789abcdef";
+  return f;
+}
+
+TEST(TraceReport, FlightRecorderEntriesAreSlicesPerRank) {
+  JobState st(&Rules());
+  st.Finalize();
+  AddDumps(&st);
+  Diagnosis d;
+  d.status = "unknown";
+  std::string out = RenderTrace(st, d);
+  EXPECT_EQ(out, RenderTrace(st, d));
+  Trace t = Parse(out);
+  EXPECT_EQ(ThreadName(t, 0), "rank 0");
+  EXPECT_EQ(ThreadName(t, 1), "rank 1");
+  const Ev* done = Find(t, "X", "all_reduce", 0);
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(done->args.at("pg"), "0 (default_pg)");
+  EXPECT_EQ(done->args.at("seq"), "1");
+  EXPECT_EQ(done->args.at("op"), "nccl:all_reduce");
+  EXPECT_EQ(done->args.at("input_sizes"), "[[4096, 1024]]");
+  EXPECT_EQ(done->args.at("dtype"), "Float");
+  EXPECT_EQ(done->args.at("state"), "completed");
+  EXPECT_DOUBLE_EQ(done->dur, 2 * kStep / 1000);
+  // The hung collective is drawn to the dump time: its enqueue plus its 600 s timeout, when its
+  // watchdog fired (nothing is recorded while a job hangs).
+  const Ev* hung = Find(t, "X", "all_reduce [started]", 0);
+  ASSERT_NE(hung, nullptr);
+  EXPECT_DOUBLE_EQ(hung->dur, 600000000.0);
+  EXPECT_NE(hung->args.at("end").find("never completed"), std::string::npos);
+  EXPECT_NE(t.other.at("flight_recorder_dump_time").find("timeout"), std::string::npos);
+  // ts 0 is the whole second at or before the first entry, on the epoch clock.
+  EXPECT_NE(t.other.at("ts_0_flight_recorder_clock").find("2006-07-14"), std::string::npos);
+  EXPECT_EQ(t.other.count("ts_0_log_clock"), 0u);
+}
+
+TEST(TraceReport, WithoutATimeoutUnfinishedWorkEndsAtTheLatestTimeInTheDumps) {
+  JobState st(&Rules());
+  st.Finalize();
+  FrFile r0, r1;
+  r0.rank = 0;
+  r0.dump.entries = {Entry(1, "scheduled", kBase + 10 * kStep, -1)};
+  r0.dump.entries[0].timeout_ms = -1;
+  r1.rank = 1;
+  r1.dump.entries = {Entry(1, "completed", kBase, kBase + 40 * kStep)};
+  st.AddFlightRecorder(r0);
+  st.AddFlightRecorder(r1);
+  Trace t = Parse(RenderTrace(st, Diagnosis{}));
+  const Ev* hung = Find(t, "X", "all_reduce [scheduled]", 0);
+  ASSERT_NE(hung, nullptr);
+  EXPECT_DOUBLE_EQ(hung->dur, 30 * kStep / 1000);
+  EXPECT_NE(t.other.at("flight_recorder_dump_time").find("latest time"), std::string::npos);
+}
+
+TEST(TraceReport, CulpritTrackIsNamedSortedFirstAndMarked) {
+  JobState st(&Rules());
+  st.Finalize();
+  AddDumps(&st);
+  Diagnosis d;
+  d.findings.push_back(MakeFinding("TEST-OTHER", {0}, "[Rank 0] something else", -1));
+  d.findings.push_back(MakeFinding("TEST-RULE", {5}, "[Rank 5] NCCL WARN boom", -1));
+  d.primary = 1;
+  d.findings[1].primary = true;
+  d.status = "fail";
+  d.headline = "boom on rank 5";
+  Trace t = Parse(RenderTrace(st, d));
+  // Rank 5 wrote nothing and dumped nothing: its track exists because it is the suspect.
+  EXPECT_EQ(ThreadName(t, 5), "rank 5 \xe2\x80\x94 suspected culprit (TEST-RULE)");
+  EXPECT_LT(ThreadSort(t, 5), ThreadSort(t, 0));
+  EXPECT_LT(ThreadSort(t, 5), ThreadSort(t, 1));
+  ASSERT_NE(Find(t, "i", "suspected culprit (TEST-RULE)", 5), nullptr);
+  const Ev* f = Find(t, "i", "TEST-RULE", 5);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->args.at("text"), "[Rank 5] NCCL WARN boom");
+  EXPECT_EQ(f->args.at("at"), "?:7");
+  EXPECT_EQ(f->ts, 0);
+  EXPECT_NE(f->args.at("note").find("no timestamp"), std::string::npos);
+  ASSERT_NE(Find(t, "i", "TEST-OTHER", 0), nullptr);
+  EXPECT_EQ(t.other.at("primary"), "TEST-RULE");
+  EXPECT_EQ(t.other.at("suspected_ranks"), "5");
+}
+
+TEST(TraceReport, WatchdogLineIsASliceEndingAtItsTime) {
+  JobState st(&Rules());
+  st.Finalize();
+  Diagnosis d;
+  // 100.5 s after Jan 1 00:00: ts 0 is 00:01:40, the line at 0.5 s, its slice 600 s before it.
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {3},
+                                   "[rank3]:[E101 00:01:40.500000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog "
+                                   "caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, "
+                                   "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before "
+                                   "timing out.",
+                                   700.5));
+  Trace t = Parse(RenderTrace(st, d));
+  const Ev* s = Find(t, "X", "ALLREDUCE #12 timed out", 3);
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->dur, 600010000.0);
+  EXPECT_EQ(s->args.at("seq"), "12");
+  EXPECT_EQ(s->args.at("ran_ms"), "600010");
+  const Ev* i = Find(t, "i", "TORCH-WATCHDOG-TIMEOUT", 3);
+  ASSERT_NE(i, nullptr);
+  EXPECT_DOUBLE_EQ(s->ts + s->dur, i->ts);
+  EXPECT_EQ(i->args.count("note"), 0u);
+  EXPECT_EQ(t.other.at("ts_0_log_clock").substr(0, 14), "01-01 00:01:40");
+}
+
+TEST(TraceReport, DumpsAlignToTheFirstWatchdogLine) {
+  JobState st(&Rules());
+  st.Finalize();
+  AddDumps(&st);
+  Diagnosis d;
+  d.findings.push_back(
+      MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0},
+                  "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+                  "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.",
+                  86400.25));
+  Trace t = Parse(RenderTrace(st, d));
+  const Ev* hung = Find(t, "X", "all_reduce [started]", 0);
+  const Ev* line = Find(t, "i", "TORCH-WATCHDOG-TIMEOUT", 0);
+  ASSERT_NE(hung, nullptr);
+  ASSERT_NE(line, nullptr);
+  // The dumps' latest time (the end of the drawn hung collective) sits on the watchdog line.
+  EXPECT_DOUBLE_EQ(hung->ts + hung->dur, line->ts);
+  EXPECT_NE(t.other.at("clock_alignment").find("watchdog"), std::string::npos);
+  EXPECT_EQ(t.other.count("ts_0_log_clock"), 1u);
+  EXPECT_EQ(t.other.count("ts_0_flight_recorder_clock"), 1u);
+  for (const Ev& e : t.events) EXPECT_GE(e.ts, 0) << e.name;
+}
+
+TEST(TraceReport, OverlappingSlicesGoToOverlapThreads) {
+  JobState st(&Rules());
+  st.Finalize();
+  FrFile r0;
+  r0.path = "nccl_trace_rank_0";
+  r0.rank = 0;
+  // Two process groups' collectives in flight at once, crossing: [0, 4] and [2, 6].
+  FrEntry a = Entry(1, "completed", kBase, kBase + 4 * kStep);
+  FrEntry b = Entry(1, "completed", kBase + 2 * kStep, kBase + 6 * kStep);
+  b.pg_id = b.pg_name = "1";
+  r0.dump.entries = {a, b};
+  st.AddFlightRecorder(r0);
+  Diagnosis d;
+  Trace t = Parse(RenderTrace(st, d));
+  std::vector<int64_t> tids;
+  for (const Ev& e : t.events) {
+    if (e.ph == "X") tids.push_back(e.tid);
+  }
+  ASSERT_EQ(tids.size(), 2u);
+  EXPECT_NE(tids[0], tids[1]);
+  EXPECT_EQ(ThreadName(t, tids[1]), "rank 0 (overlap 1)");
+  EXPECT_EQ(ThreadSort(t, tids[1]), ThreadSort(t, 0) + 1);
+}
+
+TEST(TraceReport, HostileTextStaysValidJson) {
+  JobState st(&Rules());
+  st.Finalize();
+  Diagnosis d;
+  d.findings.push_back(MakeFinding("TEST-RULE", {2}, "quote \" backslash \\ nl \n esc \x1b[31m bad \xff", 1.0));
+  d.primary = 0;
+  d.headline = "\"}],";
+  std::string out = RenderTrace(st, d);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(out.find('\xff'), std::string::npos);
+  Trace t = Parse(out);
+  const Ev* f = Find(t, "i", "TEST-RULE", 2);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->args.at("text").substr(0, 20), "quote \" backslash \\ ");
+  EXPECT_EQ(t.other.at("headline"), "\"}],");
+}
+
+}  // namespace
+}  // namespace ncclscan
