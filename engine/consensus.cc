@@ -263,16 +263,8 @@ struct Checks {
   // A finding of correlation `c` naming `suspects` (global ranks), with `vars`.
   void Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
             Vars vars, const std::string& group, std::vector<Evidence> evidence) const {
-    Finding f;
-    f.rule_id = c.spec.id.value;
-    f.kind = c.spec.kind.value;
-    f.category = c.spec.category;
-    f.severity = c.spec.finding.severity;
-    f.confidence = c.spec.finding.confidence;
-    f.role = c.spec.finding.role;
-    f.title = c.spec.title;
-    f.references = c.spec.references;
-    f.owner = c.spec.finding.owner.value;
+    Finding f = FindingOf(c.spec.id.value, c.spec.kind.value, c.spec.category, c.spec.title, c.spec.finding,
+                          c.spec.references);
     f.group = group;
     f.ranks = suspects;
     // Hosts of the suspects, where a text log placed them.

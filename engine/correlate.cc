@@ -35,15 +35,8 @@ struct Ctx {
   std::vector<int> live;
 
   Finding Make(const std::vector<int>& subjects, const Vars& vars_in, const std::string& group) const {
-    Finding f;
-    f.rule_id = c.spec.id.value;
-    f.kind = c.spec.kind.value;
-    f.category = c.spec.category;
-    f.severity = c.spec.finding.severity;
-    f.confidence = c.spec.finding.confidence;
-    f.role = c.spec.finding.role;
-    f.title = c.spec.title;
-    f.references = c.spec.references;
+    Finding f = FindingOf(c.spec.id.value, c.spec.kind.value, c.spec.category, c.spec.title, c.spec.finding,
+                          c.spec.references);
     f.group = group;
     FillSubjects(state, subjects, &f);
     f.count = static_cast<int64_t>(subjects.size());

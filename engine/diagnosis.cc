@@ -11,6 +11,21 @@
 
 namespace ncclscan {
 
+Finding FindingOf(const std::string& id, const std::string& kind, const std::string& category,
+                  const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references) {
+  Finding f;
+  f.rule_id = id;
+  f.kind = kind;
+  f.category = category;
+  f.severity = spec.severity;
+  f.confidence = spec.confidence;
+  f.role = spec.role;
+  f.title = title;
+  f.references = references;
+  f.owner = spec.owner.value;
+  return f;
+}
+
 void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f) {
   std::set<int> ranks;
   std::set<std::string> hosts, others, files;
@@ -77,22 +92,13 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
   for (const auto& kv : state.line_findings()) {
     const LineFindingAcc& acc = kv.second;
     const CompiledRule& r = rules.rules()[acc.rule];
-    Finding f;
-    f.rule_id = r.spec.id.value;
-    f.kind = "line";
-    f.category = r.spec.category;
-    f.severity = r.spec.finding.severity;
-    f.confidence = r.spec.finding.confidence;
-    f.role = r.spec.finding.role;
-    f.title = r.spec.title;
-    f.references = r.spec.references;
+    Finding f = FindingOf(r.spec.id.value, "line", r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
     f.evidence = acc.evidence;
     f.count = acc.count;
     f.group = acc.group;
     f.first = acc.first;
     f.last = acc.last;
     f.result = acc.result;
-    f.owner = r.spec.finding.owner.value;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) {

@@ -59,6 +59,11 @@ Diagnosis Diagnose(const JobState& state);
 
 // Correlations: engine/correlate.h.
 
+// A finding with the fields its rule or correlation gives (id, kind, category,
+// severity, confidence, role, title, references, owner); the caller adds the rest.
+Finding FindingOf(const std::string& id, const std::string& kind, const std::string& category,
+                  const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references);
+
 // Shared helpers for building findings from a set of subjects.
 void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f);
 std::string SubjectsText(const Finding& f);

@@ -22,15 +22,7 @@
 namespace ncclscan {
 namespace {
 
-const RuleSet& Rules() {
-  static std::unique_ptr<RuleSet> set = [] {
-    std::string err;
-    auto s = LoadRules({}, &err);
-    if (!s) ADD_FAILURE() << err;
-    return s;
-  }();
-  return *set;
-}
+const RuleSet& Rules() { return BuiltInRules(); }
 
 // One rank of a 2-host job whose rank 1 cannot connect to its peer.
 std::string RankLog(int rank) {

@@ -2,11 +2,27 @@
 #ifndef NCCLSCAN_TESTS_TEST_UTIL_H_
 #define NCCLSCAN_TESTS_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 
+#include "rules/rule_loader.h"
+
 namespace ncclscan {
+
+// The built-in rules, loaded once per test binary.
+inline const RuleSet& BuiltInRules() {
+  static std::unique_ptr<RuleSet> set = [] {
+    std::string err;
+    auto s = LoadRules({}, &err);
+    if (!s) ADD_FAILURE() << err;
+    return s;
+  }();
+  return *set;
+}
 
 class TempDir {
  public:

@@ -13,19 +13,12 @@
 #include <vector>
 
 #include "rules/rule_loader.h"
+#include "tests/test_util.h"
 
 namespace ncclscan {
 namespace {
 
-const RuleSet& Rules() {
-  static std::unique_ptr<RuleSet> set = [] {
-    std::string err;
-    auto s = LoadRules({}, &err);
-    if (!s) ADD_FAILURE() << err;
-    return s;
-  }();
-  return *set;
-}
+const RuleSet& Rules() { return BuiltInRules(); }
 
 struct Ev {
   std::string ph, name, cat;
