@@ -71,6 +71,21 @@ void OnTwoThreads(size_t n, F&& fn) {
 
 }  // namespace
 
+namespace {
+// The RE2 options of every rule pattern.
+RE2::Options RegexOptions() {
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  // Logs are bytes, not UTF-8: in Latin-1 mode '.' and negated classes match any
+  // byte, so one invalid UTF-8 sequence cannot hide an error line. UTF-8
+  // literals in patterns still match themselves byte for byte.
+  opts.set_encoding(RE2::Options::EncodingLatin1);
+  // Bounds each compiled program (~40k instructions); real rules use a few hundred.
+  opts.set_max_mem(2 << 20);
+  return opts;
+}
+}  // namespace
+
 struct RuleLoader::Impl : RuleReader {
   bool embedded = false;  // the built-in rules are loaded: the engine's facts must all be there
 };
@@ -195,9 +210,11 @@ bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
 
 }  // namespace
 
-std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
+// Pass 2: the typed structs checked against each other (ids, facts, templates,
+// regexes, references) and compiled into `rs`; every problem is recorded; the
+// ids turned off (enabled: false, disable:, --disable) go to *off_out.
+void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   Impl& im = *impl_;
-  auto set = std::make_unique<RuleSet>();
 
   // ---- pass 2: validate ----------------------------------------------------
   // Facts: later layers may redefine; same layer duplicates are errors.
@@ -210,10 +227,10 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       continue;
     }
     if (it != fact_layer.end()) {
-      set->facts_[set->fact_index_[n]] = fe.spec;
+      rs->facts_[rs->fact_index_[n]] = fe.spec;
     } else {
-      set->fact_index_[n] = static_cast<int>(set->facts_.size());
-      set->facts_.push_back(fe.spec);
+      rs->fact_index_[n] = static_cast<int>(rs->facts_.size());
+      rs->facts_.push_back(fe.spec);
     }
     fact_layer[n] = fe.layer;
   }
@@ -224,7 +241,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     std::string shape = std::string("merge ") + MergeModeName(ef.merge);
     if (ef.keyed) shape += std::string(", keyed by ") + (*ef.key_kind ? ef.key_kind : "name");
     const std::string what = std::string("the engine needs fact '") + ef.name + "' (" + shape + ") for " + ef.used_for;
-    int idx = set->FindFact(ef.name);
+    int idx = rs->FindFact(ef.name);
     if (idx < 0) {
       if (im.embedded) {
         im.Error(SourcePos{"ncclscan", 0, 0}, "E-ENGINE-FACT", what + ", and no rule file declares it",
@@ -232,7 +249,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       }
       continue;
     }
-    const FactSpec& fs = set->facts()[idx];
+    const FactSpec& fs = rs->facts()[idx];
     std::string diff = EngineFactMismatch(ef, fs);
     if (!diff.empty()) {
       im.Error(fs.name.pos, "E-ENGINE-FACT", what + "; this declaration differs: " + diff,
@@ -310,14 +327,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     }
   };
 
-  RE2::Options opts;
-  opts.set_log_errors(false);
-  // Logs are bytes, not UTF-8: in Latin-1 mode '.' and negated classes match any
-  // byte, so one invalid UTF-8 sequence cannot hide an error line. UTF-8
-  // literals in patterns still match themselves byte for byte.
-  opts.set_encoding(RE2::Options::EncodingLatin1);
-  // Bounds each compiled program (~40k instructions); real rules use a few hundred.
-  opts.set_max_mem(2 << 20);
+  const RE2::Options opts = RegexOptions();
   // Every pattern compiled once, here, for diagnostics and for matching.
   // A `fields` rule has no regex: "x" stands in (its captures are the fields).
   std::vector<std::shared_ptr<const RE2>> regexes(rules.size());
@@ -395,13 +405,13 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     for (const Lookup& lk : r.lookups) vars.insert(lk.name);
     for (const FactAssign& fa : r.facts) {
       CompiledFact cf;
-      cf.fact = set->FindFact(fa.fact.value);
+      cf.fact = rs->FindFact(fa.fact.value);
       if (cf.fact < 0) {
         im.Error(fa.fact.pos, "E-UNKNOWN-FACT", "unknown fact '" + fa.fact.value + "'",
                  "declare it under 'facts:' in a rule file (docs/rules.md §1)");
         continue;
       }
-      const FactSpec& fs = set->facts()[cf.fact];
+      const FactSpec& fs = rs->facts()[cf.fact];
       if (fs.keyed != !fa.key.value.empty()) {
         im.Error(fa.fact.pos, "E-BAD-VALUE",
                  fs.keyed ? "fact '" + fs.name.value + "' is keyed: write " + fs.name.value + "[{capture}]"
@@ -509,26 +519,26 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
     }
     cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
     for (const CompiledFact& cf : cr.facts) {
-      if (set->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
+      if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
     }
-    set->rules_.push_back(std::move(cr));
+    rs->rules_.push_back(std::move(cr));
   }
 
   std::set<std::string> all_ids;
-  for (const auto& r : set->rules_) all_ids.insert(r.spec.id.value);
+  for (const auto& r : rs->rules_) all_ids.insert(r.spec.id.value);
   for (const CorrelationRule* c : corrs) all_ids.insert(c->id.value);
   auto check_explains = [&](const FindingSpec& f) {
     for (const auto& e : f.explains) {
       if (!all_ids.count(e.value)) im.Error(e.pos, "E-UNKNOWN-RULE", "explains unknown rule '" + e.value + "'");
     }
   };
-  for (const auto& r : set->rules_) check_explains(r.spec.finding);
+  for (const auto& r : rs->rules_) check_explains(r.spec.finding);
 
   // Rules turned off: `enabled: false` on the definition in force, a file's
   // `disable:` list, --disable. They are compiled and checked like the others
   // (their examples run with every rule present) and set aside at the end.
-  std::set<std::string> off;
-  for (const auto& r : set->rules_) {
+  std::set<std::string>& off = *off_out;
+  for (const auto& r : rs->rules_) {
     if (!r.spec.enabled) off.insert(r.spec.id.value);
   }
   for (const CorrelationRule* c : corrs) {
@@ -553,7 +563,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
                                                               ") needs '" + what + "'");
         return -1;
       }
-      int idx = set->FindFact(f.value);
+      int idx = rs->FindFact(f.value);
       if (idx < 0) im.Error(f.pos, "E-UNKNOWN-FACT", "unknown fact '" + f.value + "'");
       return idx;
     };
@@ -567,7 +577,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       for (const auto& w : c->where) {
         int f = need_fact(w.fact, "fact", true);
         cc.where_facts.push_back(f);
-        const FactSpec* fs = f >= 0 ? &set->facts()[f] : nullptr;
+        const FactSpec* fs = f >= 0 ? &rs->facts()[f] : nullptr;
         if (fs && fs->keyed && w.key.value.empty()) {
           im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is keyed: name the key",
                    "write fact: " + w.fact.value + "[KEY], e.g. env[NCCL_IB_TIMEOUT]");
@@ -611,17 +621,20 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       check_template(c->finding.remediation, vars, &cc.remediation, "remediation");
     }
     check_explains(c->finding);
-    set->correlations_.push_back(std::move(cc));
+    rs->correlations_.push_back(std::move(cc));
   }
 
-  // ---- pass 3: compile; choose each rule's key atom for the prefilter -------------
-  bool errors_so_far = !im.diags.empty();
-  if (!errors_so_far) {
+}
+
+// Pass 3: each rule's key atoms chosen, and the prefilter built over them.
+void RuleLoader::CompilePrefilter(RuleSet* rs) {
+  Impl& im = *impl_;
+  const RE2::Options opts = RegexOptions();
     // Each rule's key atoms, on two threads (the atom analysis compiles the
     // pattern again); then registered in rule order.
-    std::vector<char> no_literal(set->rules_.size(), 0);
-    OnTwoThreads(set->rules_.size(), [&](size_t i) {
-      CompiledRule& cr = set->rules_[i];
+    std::vector<char> no_literal(rs->rules_.size(), 0);
+    OnTwoThreads(rs->rules_.size(), [&](size_t i) {
+      CompiledRule& cr = rs->rules_[i];
       if (cr.spec.fallback) return;  // not prefiltered: tried when nothing else speaks for a line
       if (!cr.spec.fields.empty()) {
         // The longest anchor is required by construction.
@@ -667,27 +680,28 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         if (key[a]) cr.key_atoms.push_back(atoms[a]);
       }
     });
-    for (size_t i = 0; i < set->rules_.size(); ++i) {
-      const CompiledRule& cr = set->rules_[i];
+    for (size_t i = 0; i < rs->rules_.size(); ++i) {
+      const CompiledRule& cr = rs->rules_[i];
       if (no_literal[i]) {
         im.Error(cr.spec.pattern.pos, "E-RULE-NO-LITERAL",
                  "pattern of rule " + cr.spec.id.value + " has no literal of 3 or more characters to prefilter on",
                  "every line would run this regex; anchor it on a fixed word of the message");
       }
     }
-    set->IndexRules();
-  }
+    rs->IndexRules();
+}
 
-  // Embedded samples must agree with the compiled rule (through the whole path).
-  // Rules are checked on two threads, each with its own parser and scratch;
-  // their diagnostics are reported in rule order.
-  if (check_examples_ && im.diags.empty()) {
-    std::vector<std::vector<Diagnostic>> sample_diags(set->rules_.size());
-    OnTwoThreads(set->rules_.size(), [&](size_t idx) {
+// Embedded samples must agree with the compiled rule (through the whole path).
+// Rules are checked on two threads, each with its own parser and scratch;
+// their diagnostics are reported in rule order.
+void RuleLoader::CheckExamples(RuleSet* rs) {
+  Impl& im = *impl_;
+    std::vector<std::vector<Diagnostic>> sample_diags(rs->rules_.size());
+    OnTwoThreads(rs->rules_.size(), [&](size_t idx) {
       LineParser parser;
       Arena arena;
       MatchScratch ms;
-      const CompiledRule& cr = set->rules_[idx];
+      const CompiledRule& cr = rs->rules_[idx];
       auto error = [&](const SourcePos& pos, const char* code, std::string msg, std::string help = "") {
         sample_diags[idx].push_back(Diagnostic{pos, code, std::move(msg), std::move(help)});
       };
@@ -699,7 +713,7 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
         ParsedLine first;
         parser.ParseEach(ex.line.value, &arena, [&](ParsedLine& pl, int piece) {
           if (piece == 0) first = pl;
-          set->Match(pl, &ms, [&](int ri, const re2::StringPiece* g, int n) {
+          rs->Match(pl, &ms, [&](int ri, const re2::StringPiece* g, int n) {
             if (ri != static_cast<int>(idx) || matched) return;
             matched = true;
             for (int i = 1; i < n; ++i) {
@@ -771,8 +785,18 @@ std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
       }
     });
     for (auto& ds : sample_diags) im.diags.insert(im.diags.end(), ds.begin(), ds.end());
-  }
+}
 
+// Falco's passes: the files were read into typed structs (AddSource,
+// AddDirectory, AddEmbedded); then validate -> compile the prefilter -> check
+// the rules' own examples. Every problem of every pass is reported at once.
+std::unique_ptr<RuleSet> RuleLoader::Build(std::vector<Diagnostic>* diags) {
+  Impl& im = *impl_;
+  auto set = std::make_unique<RuleSet>();
+  std::set<std::string> off;
+  Validate(set.get(), &off);
+  if (im.diags.empty()) CompilePrefilter(set.get());
+  if (check_examples_ && im.diags.empty()) CheckExamples(set.get());
   *diags = im.diags;
   if (!im.diags.empty()) return nullptr;
   if (!off.empty()) {

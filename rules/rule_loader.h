@@ -20,6 +20,7 @@
 #define NCCLSCAN_RULES_RULE_LOADER_H_
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,11 @@ class RuleLoader {
   const std::map<std::string, std::string>& sources() const { return sources_; }
 
  private:
+  // Build's passes (rule_loader.cc).
+  void Validate(RuleSet* rs, std::set<std::string>* off);
+  void CompilePrefilter(RuleSet* rs);
+  void CheckExamples(RuleSet* rs);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::map<std::string, std::string> sources_;
