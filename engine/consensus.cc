@@ -170,44 +170,54 @@ void CollectiveModel::AddDump(const FrFile& f, int file) {
   }
 }
 
+// The token after `word` in a COLL trace line ("... count 1048576 datatype 7 ..."), "" if none.
+static std::string_view TokenAfter(std::string_view line, std::string_view word) {
+  size_t p = line.find(word);
+  if (p == std::string_view::npos) return {};
+  p += word.size();
+  size_t e = line.find(' ', p);
+  return line.substr(p, e == std::string_view::npos ? std::string_view::npos : e - p);
+}
+
 void CollectiveModel::AddCollTrace(const JobState& state) {
-  const int fact = state.rules().FindFact("coll_call");
+  // last_opcount (rules/coll.yaml) keeps, per communicator, the line of the
+  // highest opCount: the rank's latest call, where it hangs. Its op, count,
+  // datatype and root are read from that line, so tracing costs one fact a line.
+  const int fact = state.rules().FindFact("last_opcount");
   if (fact < 0) return;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     if (sub.rank < 0 || fact >= static_cast<int>(sub.keyed.size())) continue;
     for (const auto& kv : sub.keyed[fact]) {
-      // Key "<comm>", value "<opCount hex> <Op> <count> <datatype> <root>": the
-      // rank's latest call on that communicator.
-      const std::string& key = kv.first;
-      std::vector<std::string> tok;
-      std::string_view rest = kv.second.value;
-      while (!rest.empty()) {
-        size_t e = rest.find(' ');
-        tok.emplace_back(rest.substr(0, e));
-        rest = e == std::string_view::npos ? std::string_view() : rest.substr(e + 1);
-      }
-      if (tok.size() < 5) continue;
       long double seq;
-      if (!ParseNumber(tok[0], /*hex=*/true, &seq)) continue;
-      tok.erase(tok.begin());
-      const std::string id = "comm " + key;
+      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq)) continue;
+      std::string_view line = kv.second.evidence.text;
+      size_t oc = line.find(": opCount ");
+      if (oc == std::string_view::npos) continue;
+      size_t ob = line.rfind(' ', oc);
+      std::string_view op = line.substr(ob == std::string_view::npos ? 0 : ob + 1,
+                                        oc - (ob == std::string_view::npos ? 0 : ob + 1));
+      std::string_view count = TokenAfter(line, " count ");
+      std::string_view dtype = TokenAfter(line, " datatype ");
+      std::string_view root = TokenAfter(line, " root ");
+      if (op.empty() || count.empty() || dtype.empty()) continue;
+      const std::string id = "comm " + kv.first;
       GroupView& g = groups_[id];
       g.id = id;
       RankView& v = g.ranks[sub.rank];
       CollectiveCall c;
       c.seq = static_cast<int64_t>(seq);
       c.state = CallState::kEnqueued;
-      c.op = Upper(tok[0]);
-      c.sizes = "count " + tok[1];
-      c.dtype = DtypeName(tok[2]);
+      c.op = Upper(std::string(op));
+      c.sizes = "count " + std::string(count);
+      c.dtype = DtypeName(std::string(dtype));
       c.evidence = kv.second.evidence;
       if (c.op == "SEND" || c.op == "RECV") {
         // The peer is a communicator-local rank the model cannot map yet: not paired here.
         continue;
       }
       // root matters to rooted collectives only (NCCL prints 0 for the others).
-      if (c.op == "BROADCAST" || c.op == "REDUCE" || c.op == "GATHER" || c.op == "SCATTER") c.root = tok[3];
+      if (c.op == "BROADCAST" || c.op == "REDUCE" || c.op == "GATHER" || c.op == "SCATTER") c.root = std::string(root);
       v.last_enqueued = std::max(v.last_enqueued, c.seq);
       if (v.evidence.file < 0) v.evidence = c.evidence;
       Keep(&v, std::move(c));

@@ -5,7 +5,7 @@
 // dtype, root or p2p peer and where that was read. Two kinds of input feed it:
 //   - text, through the facts the line rules set (rules/consensus.yaml,
 //     rules/coll.yaml, rules/torch.yaml): the COLL trace's calls (a window of
-//     the latest calls per communicator and rank, `coll_call`), the watchdog's
+//     the latest call per communicator and rank: the line `last_opcount` keeps), the watchdog's
 //     SeqNum / OpType / Numel of the collective a rank waited in, its last
 //     enqueued / completed work, and the world size (NCCL nranks, PyTorch's
 //     process-group size, `world_size`);
@@ -32,9 +32,9 @@
 // different process groups or communicators are unrelated counters.
 //
 // Memory: the model keeps, per group and rank, at most kWindow sequences (the
-// latest ones; the text side is already bounded by the `coll_call` fact's
-// window) and at most kMaxP2p point-to-point ops — enough to compare the calls
-// around a hang, not the history of the job.
+// latest ones; from a COLL trace only the latest call per communicator, the line
+// `last_opcount` keeps) and at most kMaxP2p point-to-point ops — enough to
+// compare the calls around a hang, not the history of the job.
 //
 // Thread-safety: a CollectiveModel is built and read by one thread;
 // RunCollectiveChecks reads a finalized JobState and only appends to `out`.
@@ -94,7 +94,7 @@ class CollectiveModel {
 
   // One dump file; `file` is its index in JobState::files() (-1 if none).
   void AddDump(const FrFile& f, int file);
-  // The COLL trace calls (`coll_call`) of every live subject with a rank.
+  // The latest COLL trace call (the line `last_opcount` keeps) per communicator of every live subject with a rank.
   void AddCollTrace(const JobState& state);
   // The collective each rank's watchdog timed out in (`timeout_seq`,
   // `timeout_op`, `work_size`), as a started call of its process group.

@@ -467,12 +467,19 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
     // Single-capture templates read their group directly (a lookup of the same
     // name wins over a capture, as in MatchVars).
     auto bind = [&cr](Template* t) {
-      if (!t->IsSingleVar()) return;
-      const std::string& name = t->parts()[0].text;
-      for (const CompiledLookup& lk : cr.lookups) {
-        if (lk.name == name) return;
+      auto capture_of = [&cr](const std::string& name) {
+        for (const CompiledLookup& lk : cr.lookups) {
+          if (lk.name == name) return -1;
+        }
+        return cr.CaptureIndex(name);
+      };
+      if (t->IsSingleVar()) {
+        t->set_single_capture(capture_of(t->parts()[0].text));
+        return;
       }
-      t->set_single_capture(cr.CaptureIndex(name));
+      for (size_t i = 0; i < t->parts().size(); ++i) {
+        if (t->parts()[i].is_var) t->set_part_capture(i, capture_of(t->parts()[i].text));
+      }
     };
     for (CompiledFact& cf : cr.facts) {
       bind(&cf.key);

@@ -134,7 +134,18 @@ struct MatchVars {
   std::string_view Render(const Template& t, std::string* buf) const {
     if (t.single_capture() > 0) return Group(t.single_capture());
     buf->clear();
-    t.RenderTo(buf, *this);
+    // Parts bound to a capture at load are appended directly: a COLL line's
+    // fact value is rendered on every line of a traced job.
+    for (const Template::Part& p : t.parts()) {
+      if (!p.is_var) {
+        buf->append(p.text);
+      } else if (p.capture > 0) {
+        std::string_view g = Group(p.capture);
+        buf->append(g.data(), g.size());
+      } else {
+        (*this)(p.text, buf);
+      }
+    }
     return *buf;
   }
 };

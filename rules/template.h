@@ -16,6 +16,7 @@ class Template {
   struct Part {
     bool is_var;
     std::string text;  // literal text, or the variable name
+    int capture = -1;  // a variable that is a plain capture: its group (set by the rule compiler)
   };
 
   // Returns false with *err and *err_col (0-based offset into src) on a syntax error.
@@ -29,6 +30,8 @@ class Template {
   // rule compiler; -1 when the variable is a lookup or the template is more).
   int single_capture() const { return single_capture_; }
   void set_single_capture(int group) { single_capture_ = group; }
+  // Binds variable part `i` to capture group `group` (rendering then skips the name lookup).
+  void set_part_capture(size_t i, int group) { parts_[i].capture = group; }
 
   template <typename Lookup>
   void RenderTo(std::string* out, Lookup&& lookup) const {

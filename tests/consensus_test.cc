@@ -220,30 +220,33 @@ TEST(Consensus, LoaderRejectsAnUnknownCheck) {
   EXPECT_NE(err.find("unknown collective check 'guess'"), std::string::npos) << err;
 }
 
-TEST(Consensus, CollCallKeepsTheLatestCallPerCommunicator) {
-  // 300 COLL lines of one rank: coll_call holds one entry per communicator, the
-  // latest call (what the rank did where it hangs), so a traced job's bulk folds.
+TEST(Consensus, CollTraceKeepsTheLatestCallPerCommunicator) {
+  // 300 COLL lines of one rank: last_opcount holds one entry per communicator,
+  // whose evidence is the latest call (what the consensus model compares), so a
+  // traced job's bulk folds to one update per run.
   std::string text;
   for (int i = 0; i < 300; ++i) {
     text += fmt::format(
-        "n1:7:7 [0] NCCL INFO AllReduce: opCount {:x} sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 "
+        "n1:7:7 [0] NCCL INFO AllReduce: opCount {:x} sendbuff 0x1 recvbuff 0x1 count {} datatype 7 op 0 root 0 "
         "comm 0x55d0c1a0e9f0 [nranks=2] stream 0x2\n",
-        i);
+        i, i == 299 ? 24 : 8);
   }
   TempDir dir;
   std::string path = dir.Write("rank0.log", text);
   Analysis a = Analyze(Rules(), {path}, ScanOptions());
-  const int fact = Rules().FindFact("coll_call");
+  const int fact = Rules().FindFact("last_opcount");
   size_t keys = 0;
-  std::string latest;
+  std::string value, evidence;
   for (int s : a.state->LiveSubjects()) {
     for (const auto& kv : a.state->subjects()[s].keyed[fact]) {
       ++keys;
-      latest = kv.second.value;
+      value = kv.second.value;
+      evidence = kv.second.evidence.text;
     }
   }
   EXPECT_EQ(keys, 1u);
-  EXPECT_EQ(latest, "12b AllReduce 8 7 0");
+  EXPECT_EQ(value, "12b");
+  EXPECT_NE(evidence.find("opCount 12b sendbuff 0x1 recvbuff 0x1 count 24 "), std::string::npos) << evidence;
 }
 
 TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
