@@ -190,6 +190,32 @@ std::string JoinList(const std::vector<std::string>& v) {
 }
 
 // Compares; returns the list of differences (empty = pass).
+// What a case's "summary" block describes, from a finished scan (sorted lists).
+struct JobSummary {
+  std::string ranks;
+  std::vector<std::string> hosts;
+  int64_t communicators = 0;
+  std::vector<std::string> nccl_versions;
+};
+
+JobSummary SummaryOf(const JobState& st) {
+  JobSummary sum;
+  std::vector<int> ranks;
+  std::set<std::string> versions;
+  const int fact = st.rules().FindFact("nccl_version");
+  for (int s : st.LiveSubjects()) {
+    const Subject& sub = st.subjects()[s];
+    if (sub.rank >= 0) ranks.push_back(sub.rank);
+    if (const FactValue* fv = sub.Get(fact)) versions.insert(fv->value);
+  }
+  sum.ranks = CompactRanks(ranks);
+  std::set<std::string> hosts = st.Hosts();
+  sum.hosts.assign(hosts.begin(), hosts.end());
+  sum.communicators = static_cast<int64_t>(st.comms().size());
+  sum.nccl_versions.assign(versions.begin(), versions.end());
+  return sum;
+}
+
 std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
   std::vector<std::string> diffs;
   const Diagnosis& d = a.diagnosis;
@@ -246,32 +272,24 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
     }
   }
   if (ex.has_summary) {
-    const JobState& st = *a.state;
-    std::vector<int> ranks;
-    for (int s : st.LiveSubjects()) {
-      if (st.subjects()[s].rank >= 0) ranks.push_back(st.subjects()[s].rank);
-    }
-    if (ex.sum_has_ranks && CompactRanks(ranks) != ex.sum_ranks) {
-      diffs.push_back("summary: expected ranks " + ex.sum_ranks + ", got " + CompactRanks(ranks));
+    const JobSummary got = SummaryOf(*a.state);
+    if (ex.sum_has_ranks && got.ranks != ex.sum_ranks) {
+      diffs.push_back("summary: expected ranks " + ex.sum_ranks + ", got " + got.ranks);
     }
     if (ex.sum_has_hosts) {
-      std::set<std::string> h = st.Hosts();
-      std::vector<std::string> got(h.begin(), h.end()), want = ex.sum_hosts;
+      std::vector<std::string> want = ex.sum_hosts;
       std::sort(want.begin(), want.end());
-      if (got != want) diffs.push_back("summary: expected hosts " + JoinList(want) + ", got " + JoinList(got));
+      if (got.hosts != want) diffs.push_back("summary: expected hosts " + JoinList(want) + ", got " + JoinList(got.hosts));
     }
-    if (ex.sum_has_comms && static_cast<int64_t>(st.comms().size()) != ex.sum_comms) {
-      diffs.push_back(fmt::format("summary: expected {} communicators, got {}", ex.sum_comms, st.comms().size()));
+    if (ex.sum_has_comms && got.communicators != ex.sum_comms) {
+      diffs.push_back(fmt::format("summary: expected {} communicators, got {}", ex.sum_comms, got.communicators));
     }
     if (ex.sum_has_versions) {
-      std::set<std::string> v;
-      int fact = st.rules().FindFact("nccl_version");
-      for (int s : st.LiveSubjects()) {
-        if (const FactValue* fv = st.subjects()[s].Get(fact)) v.insert(fv->value);
-      }
-      std::vector<std::string> got(v.begin(), v.end()), want = ex.sum_versions;
+      std::vector<std::string> want = ex.sum_versions;
       std::sort(want.begin(), want.end());
-      if (got != want) diffs.push_back("summary: expected NCCL versions " + JoinList(want) + ", got " + JoinList(got));
+      if (got.nccl_versions != want) {
+        diffs.push_back("summary: expected NCCL versions " + JoinList(want) + ", got " + JoinList(got.nccl_versions));
+      }
     }
   }
   return diffs;
@@ -377,31 +395,15 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
   if (!old.status.empty()) out += ",\n  \"status\": " + Quote(d.status);
   if (!old.known_failure.empty()) out += ",\n  \"known_failure\": " + Quote(old.known_failure);
   if (old.has_summary) {
-    const JobState& st = *a.state;
+    const JobSummary sum = SummaryOf(*a.state);
     std::vector<std::string> parts;
-    if (old.sum_has_ranks) {
-      std::vector<int> ranks;
-      for (int s : st.LiveSubjects()) {
-        if (st.subjects()[s].rank >= 0) ranks.push_back(st.subjects()[s].rank);
-      }
-      parts.push_back("\"ranks\": " + Quote(CompactRanks(ranks)));
-    }
-    if (old.sum_has_hosts) {
-      std::set<std::string> h = st.Hosts();
-      parts.push_back("\"hosts\": " + QuotedList(std::vector<std::string>(h.begin(), h.end())));
-    }
-    if (old.sum_has_comms) parts.push_back(fmt::format("\"communicators\": {}", st.comms().size()));
-    if (old.sum_has_versions) {
-      std::set<std::string> v;
-      int fact = st.rules().FindFact("nccl_version");
-      for (int s : st.LiveSubjects()) {
-        if (const FactValue* fv = st.subjects()[s].Get(fact)) v.insert(fv->value);
-      }
-      parts.push_back("\"nccl_versions\": " + QuotedList(std::vector<std::string>(v.begin(), v.end())));
-    }
-    std::string sum;
-    for (const auto& x : parts) sum += (sum.empty() ? "" : ", ") + x;
-    out += ",\n  \"summary\": {" + sum + "}";
+    if (old.sum_has_ranks) parts.push_back("\"ranks\": " + Quote(sum.ranks));
+    if (old.sum_has_hosts) parts.push_back("\"hosts\": " + QuotedList(sum.hosts));
+    if (old.sum_has_comms) parts.push_back(fmt::format("\"communicators\": {}", sum.communicators));
+    if (old.sum_has_versions) parts.push_back("\"nccl_versions\": " + QuotedList(sum.nccl_versions));
+    std::string fields;
+    for (const auto& x : parts) fields += (fields.empty() ? "" : ", ") + x;
+    out += ",\n  \"summary\": {" + fields + "}";
   }
   out += "\n}\n";
   return out;

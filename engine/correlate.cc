@@ -462,26 +462,6 @@ void Extreme(Ctx& x) {
     return shared > 0;
   };
   for (const auto& kv : values) {
-    // Sequences are compared within one group only. Lines that do not name
-    // their process group or communicator (old watchdog formats; JobState keys
-    // them "-") may come from several groups, whose numbers are unrelated: they
-    // are compared only when they are close. Within one group the ranks block on
-    // the same oldest unfinished collective, so a rank that is behind is a few
-    // sequence numbers behind, never thousands.
-    const bool unknown_group = (kv.first.empty() || kv.first == "-") && spec.keyed && !spec.key_kind.empty();
-    if (unknown_group) {
-      constexpr long double kUnknownGroupMaxGap = 64;
-      long double lo = 0, hi = 0;
-      bool any = false;
-      for (const auto& sv : kv.second) {
-        long double v;
-        if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
-        if (!any || v < lo) lo = v;
-        if (!any || v > hi) hi = v;
-        any = true;
-      }
-      if (hi - lo > kUnknownGroupMaxGap) continue;
-    }
     std::vector<int> silent;
     if (x.c.spec.silent_is_behind && kv.first == main_key) {
       for (int s : x.live) {
@@ -504,6 +484,17 @@ void Extreme(Ctx& x) {
       text[v] = spec.hex && v >= 0 && v < 1.8e19L
                     ? fmt::format("{} (0x{})", static_cast<uint64_t>(v), StartsWith(raw, "0x") ? raw.substr(2) : raw)
                     : raw;
+    }
+    // Sequences are compared within one group only. Lines that do not name
+    // their process group or communicator (old watchdog formats; JobState keys
+    // them "-") may come from several groups, whose numbers are unrelated: they
+    // are compared only when they are close. Within one group the ranks block on
+    // the same oldest unfinished collective, so a rank that is behind is a few
+    // sequence numbers behind, never thousands.
+    constexpr long double kUnknownGroupMaxGap = 64;
+    const bool unknown_group = (kv.first.empty() || kv.first == "-") && spec.keyed && !spec.key_kind.empty();
+    if (unknown_group && !by_value.empty() && by_value.rbegin()->first - by_value.begin()->first > kUnknownGroupMaxGap) {
+      continue;
     }
     size_t total = silent.size();
     for (const auto& bv : by_value) total += bv.second.size();

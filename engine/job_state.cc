@@ -207,9 +207,6 @@ void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
 }
 
 int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous, int64_t weight) {
-  if (line.label >= 0 && line.rank_hint >= 0 && !line.rank_hint_is_label && line.rank_hint != line.label) {
-    labels_not_ranks_.insert(file);
-  }
   if (capture_rank >= 0) {
     int s = RankSubject(capture_rank);
     previous_subject_[file] = s;

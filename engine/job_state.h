@@ -211,8 +211,9 @@ class JobState {
   const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
   const std::map<std::string, LineFindingAcc>& line_findings() const { return line_findings_; }
   const std::vector<std::string>& identity_conflicts() const { return identity_conflicts_; }
-  // An srun label and an explicit [rankN] disagreed on a line of `file`: its
-  // labels are task (node) numbers, not ranks.
+  // An srun label and an explicit [rankN] disagreed on a line of `file`
+  // (ParsedLine::LabelIsNotRank): its labels are task (node) numbers, not ranks.
+  // The scanner notes it for a chunk before applying the chunk's lines.
   void NoteLabelsNotRanks(int file) { labels_not_ranks_.insert(file); }
   // Flight Recorder dumps read among the inputs (whole files, not lines).
   void AddFlightRecorder(FrFile f) { flight_recorders_.push_back(std::move(f)); }

@@ -134,19 +134,6 @@ std::string HumanBytes(uint64_t b) {
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
-// Seconds since Jan 1 of an unknown year as "MM-DD HH:MM:SS.mmm" (log
-// timestamps rarely carry the year; the month and day do).
-std::string SeenTime(double t) {
-  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  int64_t ms = static_cast<int64_t>(t * 1000 + 0.5);
-  int64_t day = ms / 86400000;
-  ms %= 86400000;
-  int month = 0;
-  while (month < 11 && day >= kDays[month]) day -= kDays[month++];
-  return fmt::format("{:02}-{:02} {:02}:{:02}:{:02}.{:03}", month + 1, day + 1, ms / 3600000, ms / 60000 % 60,
-                     ms / 1000 % 60, ms % 1000);
-}
-
 // A field of a report at most kMaxFieldText bytes long, cut between characters.
 std::string Bounded(std::string_view s) {
   if (s.size() <= kMaxFieldText) return std::string(s);
@@ -402,7 +389,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     for (auto [name, seen] : {std::pair<const char*, const Seen*>{"first_seen", &f.first}, {"last_seen", &f.last}}) {
       j.Key(name);
       if (seen->time < 0) j.Null();
-      else j.String(SeenTime(seen->time));
+      else j.String(FormatSecondsOfYear(seen->time));
     }
     j.KV("instance", f.instance);
     j.KV("fingerprint", f.fingerprint);

@@ -629,9 +629,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
           c->processes.push_back(ProcessNote{pl.host, pl.pid});
         }
       }
-      if (pl.label >= 0 && pl.rank_hint >= 0 && !pl.rank_hint_is_label && pl.rank_hint != pl.label) {
-        c->label_conflict = true;
-      }
+      if (pl.LabelIsNotRank()) c->label_conflict = true;
       uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
       rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
         c->matches.push_back(MatchEvent{rule, n, static_cast<uint32_t>(c->groups.size())});

@@ -28,6 +28,9 @@ struct ParsedLine {
   // ranks (with torchrun per node it is the node index; JobState decides).
   bool rank_hint_is_label = false;
   int label = -1;            // the srun label, also when [rankN] overrode it
+  // An explicit [rankN] on this line contradicts its srun label: the file's
+  // labels are task (node) numbers, not ranks.
+  bool LabelIsNotRank() const { return label >= 0 && rank_hint >= 0 && !rank_hint_is_label && rank_hint != label; }
   int local_rank_hint = -1;  // torchrun [default3]:
   std::string_view host_hint;  // kubectl pod, pdsh host, ray ip
   std::string_view src_file;   // grep -H

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #ifdef __SSE2__
@@ -325,8 +326,25 @@ int CompareNumeric(std::string_view a, std::string_view b, bool hex) {
   return a.compare(b);
 }
 
+namespace {
+// Days of the year before the first of month m (1-based; not a leap year).
+constexpr int kDaysBefore[13] = {0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+}  // namespace
+
+std::string FormatSecondsOfYear(double t) {
+  int64_t ms = static_cast<int64_t>(t * 1000 + 0.5);
+  int64_t day = ms / 86400000;
+  ms %= 86400000;
+  int month = 12;
+  while (month > 1 && day < kDaysBefore[month]) --month;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d-%02d %02d:%02d:%02d.%03d", month, static_cast<int>(day - kDaysBefore[month] + 1),
+                static_cast<int>(ms / 3600000), static_cast<int>(ms / 60000 % 60), static_cast<int>(ms / 1000 % 60),
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
 double SecondsOfYear(int month, int day, int hour, int minute, double second) {
-  static const int kDaysBefore[13] = {0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
       !(second >= 0 && second < 62)) {
     return -1;

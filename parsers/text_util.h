@@ -69,8 +69,11 @@ bool ParseNumber(std::string_view s, bool hex, long double* out);
 // compares as text. Returns <0, 0 or >0.
 int CompareNumeric(std::string_view a, std::string_view b, bool hex);
 
-// Seconds since January 1 00:00 of an unknown year; used only for ordering.
+// Seconds since January 1 00:00 of an unknown year (not a leap year); used only for ordering.
 double SecondsOfYear(int month, int day, int hour, int minute, double second);
+// The inverse, for reports: "MM-DD HH:MM:SS.mmm" (log timestamps rarely carry
+// the year; the month and day do).
+std::string FormatSecondsOfYear(double t);
 
 // Timestamps recognised at the front of *s (consumed with trailing spaces):
 //   2024-11-22T10:15:32.123456789Z / 2024-11-22 10:15:32,293 / with offset

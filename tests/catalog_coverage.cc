@@ -132,6 +132,7 @@ int Main(int argc, char** argv) {
   };
   std::map<std::string, Tally> by_group;
   Tally held, info;
+  int context_rows = 0;  // benign lines in a table of shapes: they need no finding
   std::vector<std::string> nothing, catchall_lines;
   for (const Row& row : rows) {
     arena.Reset();
@@ -146,6 +147,7 @@ int Main(int argc, char** argv) {
     });
     const bool is_info = row.group.rfind("info-", 0) == 0;
     const bool context = row.expect == "context";
+    context_rows += context;
     Tally& g = by_group[row.group];
     Tally& total = is_info ? info : held;
     for (Tally* t : {&g, &total}) {
@@ -157,10 +159,6 @@ int Main(int argc, char** argv) {
     if (o == kNone && !is_info && !context) nothing.push_back(row.id + "\t" + row.group + "\t" + row.line);
     if (o == kCatchAll && !is_info) catchall_lines.push_back(row.id + "\t" + row.group + "\t" + row.line);
   }
-  // Context rows (benign lines in a table of shapes) need no finding.
-  int context_rows = 0;
-  for (const Row& row : rows) context_rows += row.expect == "context";
-
   std::printf("%-28s %6s %9s %10s %8s\n", "group", "lines", "specific", "catch-all", "nothing");
   for (const auto& kv : by_group) {
     const Tally& t = kv.second;

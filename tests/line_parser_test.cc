@@ -337,6 +337,19 @@ TEST(LineParser, RepeatedHeaderAgreesWithFreshParse) {
 
 // Property test: the SIMD substring search agrees with std::string_view::find
 // for every needle length, start offset and blank placement.
+TEST(TextUtil, FormatSecondsOfYearInvertsSecondsOfYear) {
+  struct Case {
+    int month, day, hour, minute;
+    double second;
+    const char* text;
+  } cases[] = {{1, 1, 0, 0, 0, "01-01 00:00:00.000"},     {1, 31, 23, 59, 59.5, "01-31 23:59:59.500"},
+               {2, 28, 12, 0, 1.25, "02-28 12:00:01.250"},  {3, 1, 0, 0, 0, "03-01 00:00:00.000"},
+               {11, 22, 10, 15, 32.123, "11-22 10:15:32.123"}, {12, 31, 23, 59, 59.999, "12-31 23:59:59.999"}};
+  for (const Case& c : cases) {
+    EXPECT_EQ(FormatSecondsOfYear(SecondsOfYear(c.month, c.day, c.hour, c.minute, c.second)), c.text) << c.text;
+  }
+}
+
 TEST(TextUtil, FindLiteralAgreesWithFind) {
   std::mt19937 rng(7);
   const std::string alphabet = "ab c:";
