@@ -15,6 +15,7 @@
 #include "cli/help_text.h"  // generated from cli/help.txt
 #include "engine/analyze.h"
 #include "engine/corpus_runner.h"
+#include "engine/partial.h"
 #include "engine/report.h"
 #include "engine/trace_report.h"
 #include "parsers/text_util.h"
@@ -247,9 +248,15 @@ int CmdTest(const std::vector<std::string>& args) {
   return r.failed ? kExitFindings : kExitOk;
 }
 
-int CmdScan(int argc, char** argv) {
+// scan: diagnose the inputs; partial: write their scan state to -o FILE;
+// merge: diagnose (or with -o, combine) partials.
+enum class ScanMode { kScan, kPartial, kMerge };
+
+int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   // Described in cli/help.txt (printed by --help, and the man page).
   po::options_description desc;
+  std::string output;
+  if (mode != ScanMode::kScan) desc.add_options()("output,o", po::value(&output), "");
   int jobs = 0;
   std::string format = "text", color = "auto", fail_on = "error";
   std::vector<std::string> rule_dirs, paths, disable;
@@ -293,13 +300,29 @@ int CmdScan(int argc, char** argv) {
     Error("--jobs must be 0 or more");
     return kExitError;
   }
-  if (paths.empty() && isatty(0)) {
+  if (mode == ScanMode::kPartial && output.empty()) {
+    Error("partial needs -o FILE, the partial to write (see --help)");
+    return kExitError;
+  }
+  if (mode == ScanMode::kMerge && paths.empty()) {
+    Error("merge needs the partial files to merge (see --help)");
+    return kExitError;
+  }
+  if (mode != ScanMode::kMerge && paths.empty() && isatty(0)) {
     // Like grep: reading a terminal would just wait; say what to do instead.
     Error("no input: give log files or directories, or pipe logs on standard input (see --help)");
     return kExitError;
   }
   auto rules = Rules(rule_dirs, disable, /*examples=*/false);
   if (!rules) return kExitError;
+  if (mode == ScanMode::kMerge && !output.empty()) {
+    std::string err;
+    if (!CombinePartials(*rules, paths, output, &err)) {
+      Error(err);
+      return kExitError;
+    }
+    return kExitOk;
+  }
   ScanOptions opts;
   opts.jobs = jobs;
   for (const auto& g : globs) {
@@ -309,7 +332,34 @@ int CmdScan(int argc, char** argv) {
       return kExitError;
     }
   }
-  Analysis a = Analyze(*rules, paths, opts);
+  if (mode == ScanMode::kPartial) {
+    std::vector<std::string> errors;
+    size_t inputs = 0;
+    std::string err;
+    bool written = WritePartialScan(*rules, paths, opts, output, &errors, &inputs, &err);
+    for (const auto& e : errors) Error(e);
+    if (!written) {
+      Error(err);
+      return kExitError;
+    }
+    // A share with no files is no error (an uneven split leaves some empty);
+    // one whose files could not be read is, as for a scan.
+    if (inputs == 0 && !errors.empty()) {
+      Error("no readable input");
+      return kExitError;
+    }
+    return kExitOk;
+  }
+  Analysis a;
+  if (mode == ScanMode::kMerge) {
+    std::string err;
+    if (!MergePartials(*rules, paths, &a, &err)) {
+      Error(err);
+      return kExitError;
+    }
+  } else {
+    a = Analyze(*rules, paths, opts);
+  }
   a.diagnosis.job_id = job_id;
   for (const auto& e : a.errors) Error(e);
   ReportOptions ro;
@@ -348,6 +398,8 @@ static int Dispatch(int argc, char** argv) {
       if (cmd == "explain") return CmdExplain(rest);
       if (cmd == "test") return CmdTest(rest);
       if (cmd == "scan") return CmdScan(argc - 1, argv + 1);
+      if (cmd == "partial") return CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
+      if (cmd == "merge") return CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
     }
     return CmdScan(argc, argv);
   } catch (const po::error& e) {

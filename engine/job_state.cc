@@ -291,18 +291,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     auto it = m.find(key);
     fresh = it == m.end();
     if (fresh) {
-      // A windowed fact keeps the latest keys only: at twice the window the
-      // oldest half goes (amortised; per-call facts grow with the job).
-      if (spec.window > 0 && m.size() >= 2 * static_cast<size_t>(spec.window)) {
-        std::vector<std::pair<Seen, std::string>> by_age;
-        by_age.reserve(m.size());
-        for (const auto& kv : m) by_age.emplace_back(kv.second.seen, kv.first);
-        // By input position (a strict order, unlike timestamps mixed with positions).
-        std::sort(by_age.begin(), by_age.end(), [](const auto& a, const auto& b) {
-          return a.first.file != b.first.file ? a.first.file < b.first.file : a.first.line < b.first.line;
-        });
-        for (size_t i = 0; i + spec.window < by_age.size(); ++i) m.erase(by_age[i].second);
-      }
+      TrimWindow(spec, &m);
       it = m.emplace(std::string(key), FactValue()).first;
     }
     fv = &it->second;
@@ -336,6 +325,20 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     Cite(ev, &fv->evidence);
     fv->seen = ev.seen();
   }
+}
+
+void JobState::TrimWindow(const FactSpec& spec, std::map<std::string, FactValue, std::less<>>* m) {
+  // The latest keys only: at twice the window the oldest half goes
+  // (amortised; per-call facts grow with the job).
+  if (spec.window <= 0 || m->size() < 2 * static_cast<size_t>(spec.window)) return;
+  std::vector<std::pair<Seen, std::string>> by_age;
+  by_age.reserve(m->size());
+  for (const auto& kv : *m) by_age.emplace_back(kv.second.seen, kv.first);
+  // By input position (a strict order, unlike timestamps mixed with positions).
+  std::sort(by_age.begin(), by_age.end(), [](const auto& a, const auto& b) {
+    return a.first.file != b.first.file ? a.first.file < b.first.file : a.first.line < b.first.line;
+  });
+  for (size_t i = 0; i + spec.window < by_age.size(); ++i) m->erase(by_age[i].second);
 }
 
 void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule_idx, const re2::StringPiece* groups,

@@ -25,6 +25,9 @@
 
 namespace ncclscan {
 
+class WireWriter;
+class WireReader;
+
 inline constexpr size_t kMaxEvidencePerFinding = 5;
 inline constexpr size_t kMaxEvidenceText = 512;
 // A value captured from a line and interpolated into an explanation: a rule's
@@ -206,6 +209,20 @@ class JobState {
   // Resolves process -> rank and merges subjects of the same rank.
   void Finalize();
 
+  // Takes in `later`, the state of files scanned after this one's (same rules,
+  // not finalized), as if the scan had gone on into them: facts merge in input
+  // order (first keeps ours, last takes later's), evidence and counts add up.
+  // What a scan carries from one file into the next is not replayed: a
+  // process whose lines are split over two states has its communicator
+  // pointers translated, and its WARN chains closed, within each state only.
+  // `ncclscan merge` is built on it (engine/partial.h).
+  void Absorb(JobState&& later);
+  // The unfinalized state as bytes and back (engine/partial.cc); Decode
+  // expects a fresh JobState over the same rules and returns false on bytes
+  // that do not decode.
+  void Encode(WireWriter* w) const;
+  bool Decode(WireReader* r);
+
   const std::vector<Subject>& subjects() const { return subjects_; }
   const std::map<std::string, CommInfo>& comms() const { return comms_; }
   const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
@@ -232,6 +249,9 @@ class JobState {
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
                const EvidenceRef& ev);
   void MergeSubject(int from, int into);
+  // A windowed keyed fact keeps its latest keys (FactSpec::window): called
+  // before a key is added to `m`.
+  static void TrimWindow(const FactSpec& spec, std::map<std::string, FactValue, std::less<>>* m);
   // Sets e's origin from ev's (after ev.CopyTo(e)), interning the file name.
   void Cite(const EvidenceRef& ev, Evidence* e);
   void NoteConflict(const std::string& msg);

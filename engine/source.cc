@@ -484,16 +484,30 @@ const char* SkipByContent(std::string_view name, std::string_view head) {
   return nullptr;
 }
 
+namespace {
+
+// The kMaxPaths smallest (reason, path) pairs, sorted: the same whatever the
+// order they were met in, so merged partials name what one scan names.
+void KeepSkippedPath(std::vector<std::pair<std::string, std::string>>* paths, std::pair<std::string, std::string> p) {
+  auto it = std::lower_bound(paths->begin(), paths->end(), p);
+  if (it != paths->end() && *it == p) return;
+  if (paths->size() >= SkippedInputs::kMaxPaths) {
+    if (it == paths->end()) return;
+    paths->pop_back();
+  }
+  paths->insert(it, std::move(p));
+}
+
+}  // namespace
+
 void SkippedInputs::Add(const char* reason, const std::string& path) {
   ++count[reason];
-  if (paths.size() < kMaxPaths) paths.emplace_back(reason, path);
+  KeepSkippedPath(&paths, {reason, path});
 }
 
 void SkippedInputs::Merge(const SkippedInputs& o) {
   for (const auto& kv : o.count) count[kv.first] += kv.second;
-  for (const auto& p : o.paths) {
-    if (paths.size() < kMaxPaths) paths.push_back(p);
-  }
+  for (const auto& p : o.paths) KeepSkippedPath(&paths, p);
   walk_errors += o.walk_errors;
 }
 

@@ -38,11 +38,12 @@ inline constexpr const char* kSkipBinary = "binary";        // images, executabl
 inline constexpr const char* kSkipDuplicate = "duplicate";  // the same file reached again
 
 // Inputs left out of the scan and problems met while walking directories.
-// Bounded: counts are complete, paths are kept for the first kMaxPaths only.
+// Bounded: counts are complete; the kMaxPaths smallest (reason, path) pairs are
+// kept, sorted, so the list does not depend on the order inputs were met in.
 struct SkippedInputs {
   static constexpr size_t kMaxPaths = 20;
   std::map<std::string, uint64_t> count;                   // reason -> files
-  std::vector<std::pair<std::string, std::string>> paths;  // (reason, path), first kMaxPaths
+  std::vector<std::pair<std::string, std::string>> paths;  // (reason, path), sorted, at most kMaxPaths
   uint64_t walk_errors = 0;  // missing paths, unreadable directories, dangling links, link loops
 
   void Add(const char* reason, const std::string& path);

@@ -1,0 +1,230 @@
+// JobState::Absorb: one state takes in the state of files scanned after its
+// own, as if the scan had gone on into them. `ncclscan merge` folds partial
+// states with it, in path order, so the result is the state one scan over all
+// the files would have built (engine/partial.h says where that stops holding).
+#include <algorithm>
+#include <cstdlib>
+
+#include "engine/job_state.h"
+
+namespace ncclscan {
+
+namespace {
+
+// `later` values of one fact, set on lines after those of `into`: the merge
+// SetFact would have made line by line (first and set keep the earlier
+// evidence, last takes the later, max/min the strictly greater/smaller).
+void MergeLater(const FactSpec& spec, FactValue* into, FactValue&& later) {
+  into->count += later.count;
+  for (auto& v : later.values) {
+    auto it = std::lower_bound(into->values.begin(), into->values.end(), v);
+    if ((it == into->values.end() || *it != v) && into->values.size() < kMaxSetValues) {
+      into->values.insert(it, std::move(v));
+    }
+  }
+  if (spec.merge == MergeMode::kCount) {
+    into->value = std::to_string(into->count);
+  } else if (MergeReplaces(spec, later.value, into->value)) {
+    into->value = std::move(later.value);
+    into->evidence = std::move(later.evidence);
+    into->seen = later.seen;
+  }
+}
+
+template <typename Map>
+void AddCounts(Map* into, const Map& from) {
+  for (const auto& kv : from) (*into)[kv.first] += kv.second;
+}
+
+}  // namespace
+
+void JobState::Absorb(JobState&& b) {
+  const int file_off = static_cast<int>(files_.size());
+  for (auto& f : b.files_) {
+    files_.push_back(std::move(f));
+    previous_subject_.push_back(-1);
+  }
+  skipped_.Merge(b.skipped_);
+
+  // Grep-prefix origins are interned as Cite does, up to the same bound.
+  std::vector<int> origin_map(b.origins_.size(), -1);
+  for (size_t i = 0; i < b.origins_.size(); ++i) {
+    auto it = origin_index_.find(b.origins_[i]);
+    if (it == origin_index_.end()) {
+      if (origins_.size() >= (size_t{1} << 16)) continue;
+      origins_.push_back(b.origins_[i]);
+      it = origin_index_.emplace(origins_.back(), static_cast<int>(origins_.size()) - 1).first;
+    }
+    origin_map[i] = it->second;
+  }
+  auto fix_seen = [&](Seen* s) {
+    if (s->file >= 0) s->file += file_off;
+  };
+  auto fix_evidence = [&](Evidence* e) {
+    if (e->file >= 0) e->file += file_off;
+    if (e->origin >= 0) {
+      e->origin = origin_map[e->origin];
+      if (e->origin < 0) e->origin_line = 0;
+    }
+  };
+  auto fix_value = [&](FactValue* v) {
+    fix_evidence(&v->evidence);
+    fix_seen(&v->seen);
+  };
+
+  // Subjects meet by key: the same process, rank or (per file) stream.
+  std::vector<std::string> key_of(b.subjects_.size());
+  for (const auto& kv : b.subject_index_) key_of[kv.second] = kv.first;
+  std::vector<int> smap(b.subjects_.size(), -1);
+  for (size_t i = 0; i < b.subjects_.size(); ++i) {
+    Subject& bs = b.subjects_[i];
+    std::string key = std::move(key_of[i]);
+    if (key.size() > 2 && key[0] == 'F') {  // "F <file>[ <wrapper label>]"
+      char* end = nullptr;
+      long f = std::strtol(key.c_str() + 2, &end, 10);
+      key = "F " + std::to_string(f + file_off) + std::string(end);
+    }
+    for (int& f : bs.files) f += file_off;
+    for (auto& v : bs.facts) fix_value(&v);
+    for (auto& m : bs.keyed) {
+      for (auto& kv : m) fix_value(&kv.second);
+    }
+    auto it = subject_index_.find(key);
+    if (it == subject_index_.end()) {
+      subjects_.push_back(std::move(bs));
+      smap[i] = static_cast<int>(subjects_.size()) - 1;
+      subject_index_.emplace(std::move(key), smap[i]);
+      continue;
+    }
+    const int j = smap[i] = it->second;
+    Subject& a = subjects_[j];
+    if (a.host.empty() && !bs.host.empty()) {
+      a.host = bs.host;
+      a.host_from_hint = bs.host_from_hint;
+    }
+    for (int f : bs.files) {
+      if (std::find(a.files.begin(), a.files.end(), f) == a.files.end()) a.files.push_back(f);
+    }
+    a.devices |= bs.devices;
+    AddCounts(&a.rank_hints, bs.rank_hints);
+    AddCounts(&a.label_hints, bs.label_hints);
+    for (size_t f = 0; f < bs.facts.size() && f < a.facts.size(); ++f) {
+      const FactSpec& spec = rules_->facts()[f];
+      if (bs.has_fact[f]) {
+        if (!a.has_fact[f]) {
+          a.facts[f] = std::move(bs.facts[f]);
+          a.has_fact[f] = true;
+        } else {
+          MergeLater(spec, &a.facts[f], std::move(bs.facts[f]));
+        }
+      }
+      auto& m = a.keyed[f];
+      for (auto& kv : bs.keyed[f]) {
+        auto k = m.find(kv.first);
+        if (k != m.end()) {
+          MergeLater(spec, &k->second, std::move(kv.second));
+        } else {
+          TrimWindow(spec, &m);
+          m.emplace(kv.first, std::move(kv.second));
+        }
+      }
+    }
+  }
+  auto sub = [&](int i) { return i >= 0 && static_cast<size_t>(i) < smap.size() ? smap[i] : i; };
+
+  // Per-subject identity: later assignments win, as they would line by line;
+  // the first bootstrap address and the first global rank stay.
+  for (size_t i = 0; i < b.comm_ptr_.size(); ++i) {
+    if (b.comm_ptr_[i].empty()) continue;
+    const size_t j = static_cast<size_t>(sub(static_cast<int>(i)));
+    if (comm_ptr_.size() <= j) comm_ptr_.resize(j + 1);
+    for (auto& kv : b.comm_ptr_[i]) comm_ptr_[j][kv.first] = std::move(kv.second);
+  }
+  for (auto& kv : b.comm_rank_) {
+    auto& m = comm_rank_[sub(kv.first)];
+    for (auto& cr : kv.second) m[cr.first] = cr.second;
+  }
+  for (const auto& kv : b.subject_global_rank_) {
+    const int j = sub(kv.first);
+    auto it = subject_global_rank_.find(j);
+    if (it == subject_global_rank_.end()) {
+      subject_global_rank_[j] = kv.second;
+    } else if (it->second != kv.second) {
+      NoteConflict(subjects_[j].host + ":" + std::to_string(subjects_[j].pid) + " is named rank " +
+                   std::to_string(it->second) + " and rank " + std::to_string(kv.second) +
+                   " (one process driving several GPUs?); using " + std::to_string(it->second));
+    }
+  }
+  for (size_t i = 0; i < b.subject_address_.size(); ++i) {
+    if (b.subject_address_[i].empty()) continue;
+    const size_t j = static_cast<size_t>(sub(static_cast<int>(i)));
+    if (subject_address_.size() <= j) subject_address_.resize(j + 1);
+    if (subject_address_[j].empty()) subject_address_[j] = std::move(b.subject_address_[i]);
+  }
+  for (size_t i = 0; i < b.open_warn_.size(); ++i) {
+    if (b.open_warn_[i].empty()) continue;
+    const size_t j = static_cast<size_t>(sub(static_cast<int>(i)));
+    if (open_warn_.size() <= j) open_warn_.resize(j + 1);
+    open_warn_[j] = std::move(b.open_warn_[i]);
+  }
+  for (auto& kv : b.hint_hosts_) {
+    auto h = hint_hosts_.find(kv.first);
+    if (h == hint_hosts_.end()) h = hint_hosts_.try_emplace(kv.first).first;
+    AddCounts(&h->second, kv.second);
+  }
+  for (auto& kv : b.address_owner_) address_owner_[kv.first] = std::move(kv.second);
+
+  for (auto& kv : b.comms_) {
+    CommInfo& ci = comms_[kv.first];
+    ci.id = kv.second.id;
+    if (kv.second.nranks > 0) ci.nranks = kv.second.nranks;
+    ci.ranks_started.insert(kv.second.ranks_started.begin(), kv.second.ranks_started.end());
+    ci.ranks_completed.insert(kv.second.ranks_completed.begin(), kv.second.ranks_completed.end());
+    ci.ranks_aborted.insert(kv.second.ranks_aborted.begin(), kv.second.ranks_aborted.end());
+    for (int s : kv.second.subjects) ci.subjects.insert(sub(s));
+  }
+
+  for (auto& kv : b.line_findings_) {
+    LineFindingAcc& bf = kv.second;
+    for (auto& e : bf.evidence) fix_evidence(&e);
+    fix_seen(&bf.first);
+    fix_seen(&bf.last);
+    std::set<int> subjects;
+    for (int s : bf.subjects) subjects.insert(sub(s));
+    bf.subjects = std::move(subjects);
+    auto it = line_findings_.find(kv.first);
+    if (it == line_findings_.end()) {
+      line_findings_.emplace(kv.first, std::move(bf));
+      continue;
+    }
+    LineFindingAcc& a = it->second;
+    a.count += bf.count;
+    a.subjects.insert(bf.subjects.begin(), bf.subjects.end());
+    for (auto& e : bf.evidence) {
+      if (a.evidence.size() >= kMaxEvidencePerFinding) break;
+      a.evidence.push_back(std::move(e));
+    }
+    if (SeenBefore(bf.first, a.first)) a.first = bf.first;
+    if (SeenBefore(a.last, bf.last)) a.last = bf.last;
+    if (a.result.empty()) a.result = std::move(bf.result);
+  }
+
+  for (auto& fr : b.flight_recorders_) flight_recorders_.push_back(std::move(fr));
+  for (int f : b.labels_not_ranks_) labels_not_ranks_.insert(f + file_off);
+  for (const auto& c : b.identity_conflicts_) NoteConflict(c);
+
+  Counters& c = counters_;
+  const Counters& o = b.counters_;
+  c.bytes += o.bytes;
+  c.lines += o.lines;
+  for (int i = 0; i < kNumFamilies; ++i) c.family_lines[i] += o.family_lines[i];
+  c.matched_lines += o.matched_lines;
+  c.binary_lines += o.binary_lines;
+  c.nul_lines += o.nul_lines;
+  c.overlong_lines += o.overlong_lines;
+  c.glued_lines += o.glued_lines;
+  c.wrapped_joined += o.wrapped_joined;
+  last_process_ = -1;
+}
+
+}  // namespace ncclscan

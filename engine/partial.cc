@@ -1,0 +1,866 @@
+#include "engine/partial.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "engine/report.h"
+#include "engine/source.h"
+
+namespace ncclscan {
+
+namespace {
+
+constexpr std::string_view kMagic = "ncclscan-partial\n";
+
+}  // namespace
+
+// ---- wire encoding ----
+
+void WireWriter::U(uint64_t v) {
+  while (v >= 0x80) {
+    out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out_.push_back(static_cast<char>(v));
+}
+
+void WireWriter::S(std::string_view s) {
+  U(s.size());
+  out_.append(s.data(), s.size());
+}
+
+void WireWriter::D(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+}
+
+uint64_t WireReader::U() {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (in_.empty()) break;
+    const auto byte = static_cast<unsigned char>(in_[0]);
+    in_.remove_prefix(1);
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return v;
+  }
+  ok_ = false;
+  in_ = {};
+  return 0;
+}
+
+std::string WireReader::S() {
+  uint64_t n = U();
+  if (n > in_.size()) {
+    ok_ = false;
+    in_ = {};
+    return {};
+  }
+  std::string s(in_.substr(0, n));
+  in_.remove_prefix(n);
+  return s;
+}
+
+double WireReader::D() {
+  if (in_.size() < 8) {
+    ok_ = false;
+    in_ = {};
+    return 0;
+  }
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) bits |= static_cast<uint64_t>(static_cast<unsigned char>(in_[i])) << (8 * i);
+  in_.remove_prefix(8);
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+size_t WireReader::Count() {
+  uint64_t n = U();
+  if (n > in_.size()) {
+    ok_ = false;
+    in_ = {};
+    return 0;
+  }
+  return static_cast<size_t>(n);
+}
+
+int WireReader::Index(int64_t lo, size_t n) {
+  int64_t v = I();
+  if (v < lo || v >= static_cast<int64_t>(n)) {
+    ok_ = false;
+    return lo < 0 ? -1 : 0;
+  }
+  return static_cast<int>(v);
+}
+
+// ---- JobState <-> bytes ----
+
+namespace {
+
+void Put(WireWriter* w, const Seen& s) {
+  w->D(s.time);
+  w->I(s.file);
+  w->I(s.line);
+}
+
+void Put(WireWriter* w, const Evidence& e) {
+  w->I(e.file);
+  w->I(e.line);
+  w->S(e.text);
+  w->D(e.time);
+  w->I(e.origin);
+  w->I(e.origin_line);
+}
+
+void Put(WireWriter* w, const FactValue& v) {
+  w->S(v.value);
+  w->U(v.values.size());
+  for (const auto& s : v.values) w->S(s);
+  w->I(v.count);
+  Put(w, v.evidence);
+  Put(w, v.seen);
+}
+
+template <typename Map>
+void PutIntCounts(WireWriter* w, const Map& m) {
+  w->U(m.size());
+  for (const auto& kv : m) {
+    w->I(kv.first);
+    w->I(kv.second);
+  }
+}
+
+void PutSizes(WireWriter* w, const std::vector<std::vector<int64_t>>& v) {
+  w->U(v.size());
+  for (const auto& inner : v) {
+    w->U(inner.size());
+    for (int64_t x : inner) w->I(x);
+  }
+}
+
+void PutStrings(WireWriter* w, const std::vector<std::string>& v) {
+  w->U(v.size());
+  for (const auto& s : v) w->S(s);
+}
+
+// Indices are checked against the sizes the state has by then: files and
+// origins come first, so evidence can be checked as it is read.
+struct Limits {
+  size_t files = 0;
+  size_t origins = 0;
+  size_t subjects = 0;
+};
+
+void Get(WireReader* r, Seen* s, const Limits& l) {
+  s->time = r->D();
+  s->file = r->Index(-1, l.files);
+  s->line = r->I();
+}
+
+void Get(WireReader* r, Evidence* e, const Limits& l) {
+  e->file = r->Index(-1, l.files);
+  e->line = r->I();
+  e->text = r->S();
+  e->time = r->D();
+  e->origin = r->Index(-1, l.origins);
+  e->origin_line = r->I();
+}
+
+void Get(WireReader* r, FactValue* v, const Limits& l) {
+  v->value = r->S();
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) v->values.push_back(r->S());
+  v->count = r->I();
+  Get(r, &v->evidence, l);
+  Get(r, &v->seen, l);
+}
+
+template <typename Map>
+void GetIntCounts(WireReader* r, Map* m) {
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    int64_t k = r->I();
+    int64_t v = r->I();
+    (*m)[static_cast<typename Map::key_type>(k)] = static_cast<typename Map::mapped_type>(v);
+  }
+}
+
+void GetSizes(WireReader* r, std::vector<std::vector<int64_t>>* v) {
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    v->emplace_back();
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) v->back().push_back(r->I());
+  }
+}
+
+void GetStrings(WireReader* r, std::vector<std::string>* v) {
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) v->push_back(r->S());
+}
+
+void Put(WireWriter* w, const FrFile& f) {
+  w->S(f.path);
+  w->I(f.rank);
+  const FrDump& d = f.dump;
+  w->S(d.version);
+  w->S(d.nccl_version);
+  w->U(d.pg_config.size());
+  for (const auto& kv : d.pg_config) {
+    w->S(kv.first);
+    w->S(kv.second.name);
+    w->S(kv.second.desc);
+    w->U(kv.second.ranks.size());
+    for (int rk : kv.second.ranks) w->I(rk);
+  }
+  w->U(d.pg_status.size());
+  for (const auto& kv : d.pg_status) {
+    w->S(kv.first);
+    w->I(kv.second.last_enqueued);
+    w->I(kv.second.last_started);
+    w->I(kv.second.last_completed);
+  }
+  w->U(d.entries.size());
+  for (const FrEntry& e : d.entries) {
+    w->I(e.record_id);
+    w->S(e.pg_id);
+    w->S(e.pg_name);
+    w->S(e.pg_desc);
+    w->I(e.collective_seq_id);
+    w->I(e.p2p_seq_id);
+    w->I(e.op_id);
+    w->S(e.profiling_name);
+    w->S(e.state);
+    w->U(e.is_p2p);
+    w->U(e.retired);
+    w->D(e.time_created_ns);
+    w->D(e.time_started_ns);
+    w->D(e.time_completed_ns);
+    w->D(e.duration_ms);
+    w->I(e.timeout_ms);
+    PutSizes(w, e.input_sizes);
+    PutSizes(w, e.output_sizes);
+    PutStrings(w, e.input_dtypes);
+    PutStrings(w, e.output_dtypes);
+    w->S(e.top_frame);
+  }
+}
+
+void Get(WireReader* r, FrFile* f) {
+  f->path = r->S();
+  f->rank = static_cast<int>(r->I());
+  FrDump& d = f->dump;
+  d.version = r->S();
+  d.nccl_version = r->S();
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    FrProcessGroup& pg = d.pg_config[r->S()];
+    pg.name = r->S();
+    pg.desc = r->S();
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) pg.ranks.push_back(static_cast<int>(r->I()));
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    FrPgStatus& st = d.pg_status[r->S()];
+    st.last_enqueued = r->I();
+    st.last_started = r->I();
+    st.last_completed = r->I();
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    FrEntry& e = d.entries.emplace_back();
+    e.record_id = r->I();
+    e.pg_id = r->S();
+    e.pg_name = r->S();
+    e.pg_desc = r->S();
+    e.collective_seq_id = r->I();
+    e.p2p_seq_id = r->I();
+    e.op_id = r->I();
+    e.profiling_name = r->S();
+    e.state = r->S();
+    e.is_p2p = r->U() != 0;
+    e.retired = r->U() != 0;
+    e.time_created_ns = r->D();
+    e.time_started_ns = r->D();
+    e.time_completed_ns = r->D();
+    e.duration_ms = r->D();
+    e.timeout_ms = r->I();
+    GetSizes(r, &e.input_sizes);
+    GetSizes(r, &e.output_sizes);
+    GetStrings(r, &e.input_dtypes);
+    GetStrings(r, &e.output_dtypes);
+    e.top_frame = r->S();
+  }
+}
+
+}  // namespace
+
+void JobState::Encode(WireWriter* w) const {
+  w->U(files_.size());
+  for (const FileInfo& f : files_) {
+    w->S(f.path);
+    w->U(f.bytes);
+    w->U(f.lines);
+    w->S(f.error);
+    w->I(f.path_rank);
+    w->I(f.path_local_rank);
+    w->S(f.path_host);
+    w->I(f.path_pid);
+  }
+  w->U(skipped_.count.size());
+  for (const auto& kv : skipped_.count) {
+    w->S(kv.first);
+    w->U(kv.second);
+  }
+  w->U(skipped_.paths.size());
+  for (const auto& p : skipped_.paths) {
+    w->S(p.first);
+    w->S(p.second);
+  }
+  w->U(skipped_.walk_errors);
+  PutStrings(w, origins_);
+
+  // Subjects: facts sparsely, by fact index (most subjects carry few).
+  w->U(subjects_.size());
+  for (const Subject& s : subjects_) {
+    w->S(s.host);
+    w->I(s.pid);
+    w->I(s.rank);
+    w->S(s.label);
+    w->U(s.files.size());
+    for (int f : s.files) w->I(f);
+    w->U(s.devices);
+    PutIntCounts(w, s.rank_hints);
+    PutIntCounts(w, s.label_hints);
+    w->U(s.host_from_hint);
+    size_t n = std::count(s.has_fact.begin(), s.has_fact.end(), true);
+    w->U(n);
+    for (size_t f = 0; f < s.has_fact.size(); ++f) {
+      if (!s.has_fact[f]) continue;
+      w->I(static_cast<int64_t>(f));
+      Put(w, s.facts[f]);
+    }
+    n = 0;
+    for (const auto& m : s.keyed) n += !m.empty();
+    w->U(n);
+    for (size_t f = 0; f < s.keyed.size(); ++f) {
+      if (s.keyed[f].empty()) continue;
+      w->I(static_cast<int64_t>(f));
+      w->U(s.keyed[f].size());
+      for (const auto& kv : s.keyed[f]) {
+        w->S(kv.first);
+        Put(w, kv.second);
+      }
+    }
+  }
+  w->U(subject_index_.size());
+  for (const auto& kv : subject_index_) {
+    w->S(kv.first);
+    w->I(kv.second);
+  }
+  w->U(comms_.size());
+  for (const auto& kv : comms_) {
+    const CommInfo& c = kv.second;
+    w->S(kv.first);
+    w->S(c.id);
+    w->I(c.nranks);
+    for (const std::set<int>* set : {&c.ranks_started, &c.ranks_completed, &c.ranks_aborted, &c.subjects}) {
+      w->U(set->size());
+      for (int x : *set) w->I(x);
+    }
+  }
+  w->U(comm_ptr_.size());
+  for (const auto& m : comm_ptr_) {
+    w->U(m.size());
+    for (const auto& kv : m) {
+      w->S(kv.first);
+      w->S(kv.second);
+    }
+  }
+  w->U(comm_rank_.size());
+  for (const auto& kv : comm_rank_) {
+    w->I(kv.first);
+    w->U(kv.second.size());
+    for (const auto& cr : kv.second) {
+      w->S(cr.first);
+      w->I(cr.second);
+    }
+  }
+  PutIntCounts(w, subject_global_rank_);
+  w->U(address_owner_.size());
+  for (const auto& kv : address_owner_) {
+    w->S(kv.first);
+    w->S(kv.second);
+  }
+  w->U(line_findings_.size());
+  for (const auto& kv : line_findings_) {
+    const LineFindingAcc& a = kv.second;
+    w->S(kv.first);
+    w->I(a.rule);
+    w->S(a.group);
+    w->U(a.vars.size());
+    for (const auto& v : a.vars) {
+      w->S(v.first);
+      w->S(v.second);
+    }
+    w->U(a.subjects.size());
+    for (int s : a.subjects) w->I(s);
+    w->U(a.evidence.size());
+    for (const auto& e : a.evidence) Put(w, e);
+    w->I(a.count);
+    Put(w, a.first);
+    Put(w, a.last);
+    w->S(a.result);
+  }
+  w->U(hint_hosts_.size());
+  for (const auto& kv : hint_hosts_) {
+    w->S(kv.first);
+    w->U(kv.second.size());
+    for (const auto& h : kv.second) {
+      w->S(h.first);
+      w->I(h.second);
+    }
+  }
+  PutStrings(w, subject_address_);
+  PutStrings(w, identity_conflicts_);
+  w->U(flight_recorders_.size());
+  for (const auto& f : flight_recorders_) Put(w, f);
+  w->U(labels_not_ranks_.size());
+  for (int f : labels_not_ranks_) w->I(f);
+  PutStrings(w, open_warn_);
+  const Counters& c = counters_;
+  for (uint64_t v : {c.bytes, c.lines, c.family_lines[0], c.family_lines[1], c.family_lines[2], c.family_lines[3],
+                     c.matched_lines, c.binary_lines, c.nul_lines, c.overlong_lines, c.glued_lines,
+                     c.wrapped_joined}) {
+    w->U(v);
+  }
+  static_assert(kNumFamilies == 4, "the counters above list every family");
+}
+
+bool JobState::Decode(WireReader* r) {
+  Limits l;
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    FileInfo& f = files_.emplace_back();
+    f.path = r->S();
+    f.bytes = r->U();
+    f.lines = r->U();
+    f.error = r->S();
+    f.path_rank = static_cast<int>(r->I());
+    f.path_local_rank = static_cast<int>(r->I());
+    f.path_host = r->S();
+    f.path_pid = r->I();
+  }
+  previous_subject_.assign(files_.size(), -1);
+  l.files = files_.size();
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    std::string k = r->S();
+    skipped_.count[k] = r->U();
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    std::string reason = r->S();
+    skipped_.paths.emplace_back(std::move(reason), r->S());
+  }
+  skipped_.walk_errors = r->U();
+  GetStrings(r, &origins_);
+  for (size_t i = 0; i < origins_.size(); ++i) origin_index_.emplace(origins_[i], static_cast<int>(i));
+  l.origins = origins_.size();
+
+  const size_t nfacts = rules_->facts().size();
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    Subject& s = subjects_.emplace_back();
+    s.host = r->S();
+    s.pid = r->I();
+    s.rank = static_cast<int>(r->I());
+    s.label = r->S();
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) s.files.push_back(r->Index(0, l.files));
+    s.devices = r->U();
+    GetIntCounts(r, &s.rank_hints);
+    GetIntCounts(r, &s.label_hints);
+    s.host_from_hint = r->U() != 0;
+    s.facts.resize(nfacts);
+    s.has_fact.resize(nfacts);
+    s.keyed.resize(nfacts);
+    k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      int f = r->Index(0, nfacts);
+      if (!r->ok()) break;
+      s.has_fact[f] = true;
+      Get(r, &s.facts[f], l);
+    }
+    k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      int f = r->Index(0, nfacts);
+      size_t keys = r->Count();
+      for (size_t q = 0; q < keys && r->ok(); ++q) {
+        std::string key = r->S();
+        Get(r, &s.keyed[f][key], l);
+      }
+    }
+  }
+  l.subjects = subjects_.size();
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    std::string key = r->S();
+    subject_index_[key] = r->Index(0, l.subjects);
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    CommInfo& c = comms_[r->S()];
+    c.id = r->S();
+    c.nranks = static_cast<int>(r->I());
+    for (std::set<int>* set : {&c.ranks_started, &c.ranks_completed, &c.ranks_aborted}) {
+      size_t k = r->Count();
+      for (size_t j = 0; j < k && r->ok(); ++j) set->insert(static_cast<int>(r->I()));
+    }
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) c.subjects.insert(r->Index(0, l.subjects));
+  }
+  n = r->Count();
+  if (n > l.subjects) r->Fail();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    auto& m = comm_ptr_.emplace_back();
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      std::string ptr = r->S();
+      m[ptr] = r->S();
+    }
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    auto& m = comm_rank_[r->Index(0, l.subjects)];
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      std::string id = r->S();
+      m[id] = static_cast<int>(r->I());
+    }
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    int s = r->Index(0, l.subjects);
+    subject_global_rank_[s] = static_cast<int>(r->I());
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    std::string a = r->S();
+    address_owner_[a] = r->S();
+  }
+  const size_t nrules = rules_->rules().size();
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    LineFindingAcc& a = line_findings_[r->S()];
+    a.rule = r->Index(0, nrules);
+    a.group = r->S();
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      std::string name = r->S();
+      a.vars[name] = r->S();
+    }
+    k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) a.subjects.insert(r->Index(0, l.subjects));
+    k = r->Count();
+    if (k > kMaxEvidencePerFinding) r->Fail();
+    for (size_t j = 0; j < k && r->ok(); ++j) Get(r, &a.evidence.emplace_back(), l);
+    a.count = r->I();
+    Get(r, &a.first, l);
+    Get(r, &a.last, l);
+    a.result = r->S();
+  }
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    auto& m = hint_hosts_[r->S()];
+    size_t k = r->Count();
+    for (size_t j = 0; j < k && r->ok(); ++j) {
+      std::string h = r->S();
+      m[h] = r->I();
+    }
+  }
+  GetStrings(r, &subject_address_);
+  GetStrings(r, &identity_conflicts_);
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) Get(r, &flight_recorders_.emplace_back());
+  n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) labels_not_ranks_.insert(r->Index(0, l.files));
+  GetStrings(r, &open_warn_);
+  Counters& c = counters_;
+  for (uint64_t* v : {&c.bytes, &c.lines, &c.family_lines[0], &c.family_lines[1], &c.family_lines[2],
+                      &c.family_lines[3], &c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines,
+                      &c.glued_lines, &c.wrapped_joined}) {
+    *v = r->U();
+  }
+  if (subject_address_.size() > l.subjects || open_warn_.size() > l.subjects) r->Fail();
+  return r->ok() && r->done();
+}
+
+// ---- partial files ----
+
+std::string RulesSignature(const RuleSet& rules) {
+  std::string s = rules.content_hash();
+  for (const auto& r : rules.rules()) s += "\nR " + r.spec.id.value;
+  for (const auto& f : rules.facts()) s += "\nF " + f.name.value;
+  for (const auto& c : rules.correlations()) s += "\nC " + c.spec.id.value;
+  // A 64-bit FNV-1a of it: enough to tell rule sets apart, short in the file.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+namespace {
+
+struct Segment {
+  std::string key;    // the input's path
+  std::string state;  // JobState::Encode
+  std::string from;   // the partial file it was read from
+};
+
+struct PartialFile {
+  std::vector<std::string> errors;
+  std::vector<Segment> segments;
+};
+
+bool WriteFile(const std::string& path, const std::string& bytes, std::string* err) {
+  if (path == "-") {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+      *err = std::string("cannot write the partial to standard output: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+  // Written beside and renamed: a reader on shared storage never sees half a file.
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    *err = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = std::fflush(f) == 0 && ok;
+  const int e = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *err = "cannot write " + path + ": " + std::strerror(ok ? errno : e);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::string& path, std::string* err) {
+  WireWriter body;
+  body.S(RulesSignature(rules));
+  body.S(ToolVersion());
+  PutStrings(&body, p.errors);
+  body.U(p.segments.size());
+  for (const Segment& s : p.segments) {
+    body.S(s.key);
+    body.S(s.state);
+  }
+  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, 3);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  std::string frame(ZSTD_compressBound(body.bytes().size()), '\0');
+  size_t n = ZSTD_compress2(cctx.get(), frame.data(), frame.size(), body.bytes().data(), body.bytes().size());
+  if (ZSTD_isError(n)) {
+    *err = std::string("cannot compress the partial: ") + ZSTD_getErrorName(n);
+    return false;
+  }
+  frame.resize(n);
+  WireWriter out;
+  out.bytes().append(kMagic);
+  out.U(kPartialVersion);
+  out.bytes() += frame;
+  return WriteFile(path, out.bytes(), err);
+}
+
+// Partials hold state, not logs: far smaller than what they summarise. The
+// bound stops a corrupt or hostile frame from asking for unbounded memory.
+constexpr size_t kMaxPartialBody = size_t{16} << 30;
+
+bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  if (bytes.compare(0, kMagic.size(), kMagic) != 0) {
+    *err = path + ": not an ncclscan partial (made by 'ncclscan partial -o FILE')";
+    return false;
+  }
+  WireReader head(std::string_view(bytes).substr(kMagic.size()));
+  const uint64_t version = head.U();
+  if (!head.ok() || version != kPartialVersion) {
+    *err = path + ": partial format version " + std::to_string(version) + ", this ncclscan reads version " +
+           std::to_string(kPartialVersion) + "; write the partials and merge them with the same release";
+    return false;
+  }
+  // The frame starts right after the version's varint.
+  size_t vlen = 1;
+  for (uint64_t v = version; v >= 0x80; v >>= 7) ++vlen;
+  std::string_view z = std::string_view(bytes).substr(kMagic.size() + vlen);
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::string body;
+  ZSTD_inBuffer zin{z.data(), z.size(), 0};
+  size_t ret = 1;
+  std::string buf(ZSTD_DStreamOutSize(), '\0');
+  while (zin.pos < zin.size) {
+    ZSTD_outBuffer zout{buf.data(), buf.size(), 0};
+    ret = ZSTD_decompressStream(dctx.get(), &zout, &zin);
+    if (ZSTD_isError(ret)) {
+      *err = path + ": corrupt partial (" + ZSTD_getErrorName(ret) + ")";
+      return false;
+    }
+    body.append(buf.data(), zout.pos);
+    if (body.size() > kMaxPartialBody) {
+      *err = path + ": corrupt partial (state over " + std::to_string(kMaxPartialBody >> 30) + " GiB)";
+      return false;
+    }
+    if (ret == 0 && zin.pos < zin.size) {
+      *err = path + ": corrupt partial (bytes after its end)";
+      return false;
+    }
+  }
+  if (ret != 0) {
+    *err = path + ": truncated partial (the file ends inside its data; was it copied whole?)";
+    return false;
+  }
+  WireReader r(body);
+  const std::string signature = r.S();
+  const std::string writer = r.S();
+  if (r.ok() && signature != RulesSignature(rules)) {
+    *err = path + ": made with other rules (ncclscan " + writer +
+           "); merge with the same ncclscan release, --rules and --disable as the partials";
+    return false;
+  }
+  GetStrings(&r, &out->errors);
+  size_t n = r.Count();
+  for (size_t i = 0; i < n && r.ok(); ++i) {
+    Segment& s = out->segments.emplace_back();
+    s.key = r.S();
+    s.state = r.S();
+    s.from = path;
+  }
+  if (!r.ok() || !r.done()) {
+    *err = path + ": corrupt partial (its data does not decode)";
+    return false;
+  }
+  return true;
+}
+
+// Every segment of every file, in the order one scan reads their inputs.
+bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all, std::string* err) {
+  for (const auto& path : files) {
+    PartialFile p;
+    if (!ReadPartialFile(rules, path, &p, err)) return false;
+    all->errors.insert(all->errors.end(), p.errors.begin(), p.errors.end());
+    for (auto& s : p.segments) all->segments.push_back(std::move(s));
+  }
+  std::stable_sort(all->segments.begin(), all->segments.end(),
+                   [](const Segment& a, const Segment& b) { return a.key < b.key; });
+  for (size_t i = 1; i < all->segments.size(); ++i) {
+    const Segment& a = all->segments[i - 1];
+    const Segment& b = all->segments[i];
+    if (!a.key.empty() && a.key == b.key) {
+      *err = "input " + a.key + " is in two partials (" + a.from + ", " + b.from +
+             "); give each input to one 'ncclscan partial' only";
+      return false;
+    }
+  }
+  std::sort(all->errors.begin(), all->errors.end());
+  return true;
+}
+
+}  // namespace
+
+bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& paths, const ScanOptions& opts,
+                      const std::string& out_path, std::vector<std::string>* errors, size_t* inputs,
+                      std::string* err) {
+  std::vector<std::string> args = paths.empty() ? std::vector<std::string>{"-"} : paths;
+  const size_t first_error = errors->size();
+  ExpandedInputs in = ExpandInputs(args, opts.globs, errors);
+  PartialFile p;
+  // What the walk skipped belongs to no input: a segment of its own, with no files.
+  {
+    JobState walk(&rules);
+    walk.skipped() = in.skipped;
+    WireWriter w;
+    walk.Encode(&w);
+    p.segments.push_back({"", std::move(w.bytes()), ""});
+  }
+  Scanner scanner(&rules, opts);
+  *inputs = 0;
+  for (const InputPath& input : in.files) {
+    JobState st(&rules);
+    scanner.Scan(std::vector<InputPath>{input}, &st, [&](const std::string& msg) { errors->push_back(msg); });
+    for (const auto& f : st.files()) {
+      if (f.error.empty() || f.bytes > 0) ++*inputs;
+    }
+    WireWriter w;
+    st.Encode(&w);
+    p.segments.push_back({input.path, std::move(w.bytes()), ""});
+  }
+  p.errors.assign(errors->begin() + static_cast<std::ptrdiff_t>(first_error), errors->end());
+  return WritePartialFile(rules, p, out_path, err);
+}
+
+bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err) {
+  PartialFile all;
+  if (!ReadAll(rules, files, &all, err)) return false;
+  out->state = std::make_unique<JobState>(&rules);
+  out->errors = std::move(all.errors);
+  for (Segment& s : all.segments) {
+    JobState seg(&rules);
+    WireReader r(s.state);
+    if (!seg.Decode(&r)) {
+      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
+             " does not decode)";
+      return false;
+    }
+    std::string().swap(s.state);  // each segment's bytes go as soon as they are read
+    out->state->Absorb(std::move(seg));
+  }
+  out->inputs = 0;
+  for (const auto& f : out->state->files()) {
+    if (f.error.empty() || f.bytes > 0) ++out->inputs;
+  }
+  out->state->Finalize();
+  out->diagnosis = Diagnose(*out->state);
+  return true;
+}
+
+bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files, const std::string& out_path,
+                     std::string* err) {
+  PartialFile all;
+  if (!ReadAll(rules, files, &all, err)) return false;
+  for (const Segment& s : all.segments) {
+    JobState seg(&rules);
+    WireReader r(s.state);
+    if (!seg.Decode(&r)) {
+      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
+             " does not decode)";
+      return false;
+    }
+  }
+  return WritePartialFile(rules, all, out_path, err);
+}
+
+}  // namespace ncclscan
