@@ -115,7 +115,7 @@ EOF
 : >"$T/plugstack.conf"
 export SLURM_CONF=$T/slurm.conf
 # Nothing from a surrounding allocation leaks into the test's jobs.
-unset $(env | sed -n 's/^\(SLURM_[A-Z_]*\)=.*/\1/p' | grep -v '^SLURM_CONF$') 2>/dev/null
+for v in $(compgen -v SLURM_); do [ "$v" = SLURM_CONF ] || unset "$v"; done
 
 slurmctld -D -c -f "$SLURM_CONF" >>"$T/log/slurmctld.out" 2>&1 &
 PIDS+=($!)
