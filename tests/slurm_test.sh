@@ -174,7 +174,7 @@ check() {
     diff <(python3 -m json.tool single.json) <(python3 -m json.tool "$name.json") | head -20
     errors=$((errors + 1))
   else
-    echo "PASS $name: 2 tasks ($n0 + $n1 files), merged JSON byte-identical to the single scan ($(wc -c <single.json) bytes)"
+    echo "PASS $name: 2 tasks ($n0 + $n1 files${2:+, $2}), merged JSON byte-identical to the single scan ($(wc -c <single.json) bytes)"
   fi
 }
 
@@ -186,12 +186,18 @@ rc=$?
 [ "$rc" = 0 ] || { cat sbatch.submit sbatch.out sbatch.err 2>/dev/null; fail "sbatch --wait exited $rc"; }
 check sbatch
 
-# Inside an allocation, 2 tasks.
+# Inside an allocation, 2 tasks, each scanning its share in batches of a few files (so
+# several partials per task, merged in one go: any grouping gives the same report).
 timeout 60 salloc -N1 -n2 "$ROOT/tools/slurm_scan.sh" --ncclscan "$NS" --partials parts-salloc --format json \
-  -o salloc.json --merge-flag --fail-on --merge-flag never logs >salloc.out 2>&1
+  --batch-bytes 150 -o salloc.json --merge-flag --fail-on --merge-flag never logs >salloc.out 2>&1
 rc=$?
 [ "$rc" = 0 ] || { cat salloc.out; fail "salloc exited $rc"; }
-check salloc
+nparts=$(find parts-salloc -name '*.partial' | wc -l)
+if [ "$nparts" -le 2 ]; then
+  echo "FAIL salloc: $nparts partials, expected several per task with --batch-bytes 150"
+  errors=$((errors + 1))
+fi
+check salloc "$nparts partials"
 
 # Node-local mode: one task per node scans the logs as its node sees them (one node here).
 timeout 60 salloc -N1 "$ROOT/tools/slurm_scan.sh" --local --ncclscan "$NS" --partials parts-local --format json \

@@ -29,6 +29,8 @@
 #                    flags that change what is matched: --scan-flag --rules
 #                    --scan-flag site-rules/, --scan-flag --disable --scan-flag ID)
 #   --merge-flag ARG an argument given to `merge` only (repeatable: --fail-on, --job-id)
+#   --batch-bytes N  a task scans its files in batches of at most N bytes of names, one
+#                    partial each (default 262144, under any ARG_MAX)
 #   -h, --help       this text
 #
 # Share mode names each file explicitly, and ncclscan reads a file it is given by name
@@ -51,10 +53,10 @@ usage() { sed -n '/^# usage/,/^# Exit status/p' "${BASH_SOURCE[0]}" | sed 's/^# 
 # file names would not fit on one command line: merge takes any grouping). It runs
 # from this function's text (declare -f), not from this file: sbatch runs a copy of
 # the script that exists only on the batch node.
-#   slurm_scan_task MODE PARTIALS NCCLSCAN JOBS NFLAGS FLAG... [INPUT...]
+#   slurm_scan_task MODE PARTIALS NCCLSCAN JOBS BATCH_BYTES NFLAGS FLAG... [INPUT...]
 slurm_scan_task() {
-  local mode=$1 dir=$2 ns=$3 jobs=$4 nflags=$5
-  shift 5
+  local mode=$1 dir=$2 ns=$3 jobs=$4 batch_bytes=$5 nflags=$6
+  shift 6
   local flags=("${@:1:nflags}")
   shift "$nflags"
   local id=${SLURM_PROCID:?not a Slurm task (no SLURM_PROCID)}
@@ -77,7 +79,7 @@ slurm_scan_task() {
   fi
   local jflag=()
   [ "$jobs" != 0 ] && jflag=(-j "$jobs")
-  # Batches of file names of at most 256 KiB of arguments (ARG_MAX is 2 MiB or more).
+  # Batches of file names of at most BATCH_BYTES (256 KiB; ARG_MAX is 2 MiB or more).
   local batch=() bytes=0 n=0 f
   run_batch() {
     local out
@@ -91,7 +93,7 @@ slurm_scan_task() {
     bytes=0
   }
   for f in "${files[@]}"; do
-    if [ ${#batch[@]} -gt 0 ] && [ $((bytes + ${#f} + 1)) -gt 262144 ]; then run_batch || return 2; fi
+    if [ ${#batch[@]} -gt 0 ] && [ $((bytes + ${#f} + 1)) -gt "$batch_bytes" ]; then run_batch || return 2; fi
     batch+=("$f")
     bytes=$((bytes + ${#f} + 1))
   done
@@ -132,7 +134,7 @@ write_shares() {
 }
 
 main() {
-  local dir="" mode=share ns=ncclscan format=text output="" names=() scan_flags=() merge_flags=()
+  local dir="" mode=share ns=ncclscan format=text output="" names=() scan_flags=() merge_flags=() batch_bytes=262144
   while [ $# -gt 0 ]; do
     case $1 in
       --partials) dir=${2:?--partials needs a directory}; shift 2 ;;
@@ -143,6 +145,7 @@ main() {
       -o | --output) output=${2:?--output needs a file}; shift 2 ;;
       --scan-flag) scan_flags+=("${2?--scan-flag needs an argument}"); shift 2 ;;
       --merge-flag) merge_flags+=("${2?--merge-flag needs an argument}"); shift 2 ;;
+      --batch-bytes) batch_bytes=${2:?--batch-bytes needs a number}; shift 2 ;;
       -h | --help) usage; exit 0 ;;
       --) shift; break ;;
       -*) die "unknown option $1 (--help lists them)" ;;
@@ -195,7 +198,7 @@ main() {
 
   local jobs=${SLURM_CPUS_PER_TASK:-0}
   srun "${srun_args[@]}" bash -c "$(declare -f slurm_scan_task); slurm_scan_task \"\$@\"" slurm_scan_task \
-    "$mode" "$dir" "$ns" "$jobs" "${#scan_flags[@]}" "${scan_flags[@]}" "${task_inputs[@]}"
+    "$mode" "$dir" "$ns" "$jobs" "$batch_bytes" "${#scan_flags[@]}" "${scan_flags[@]}" "${task_inputs[@]}"
   local rc=$?
   local done_count
   done_count=$(compgen -G "$dir/*.done" | wc -l)
