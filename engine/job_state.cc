@@ -77,6 +77,10 @@ void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
 
 namespace {
 
+// The key of the subject past kMaxSubjects (process keys start "P ", ranks
+// "R ", streams "F ").
+constexpr const char* kOverCapKey = "O";
+
 std::string ProcessKey(std::string_view host, int64_t pid) {
   std::string k = "P ";
   k.append(host.data(), host.size());
@@ -173,13 +177,8 @@ int JobState::ProcessSubject(std::string_view host, int64_t pid) {
   Subject s;
   s.host = std::string(host);
   s.pid = pid;
-  s.facts.resize(rules_->facts().size());
-  s.has_fact.resize(rules_->facts().size());
-  s.keyed.resize(rules_->facts().size());
-  subjects_.push_back(std::move(s));
-  int idx = static_cast<int>(subjects_.size()) - 1;
-  subject_index_.emplace(std::move(key), idx);
-  return last_process_ = idx;
+  int idx = NewSubject(std::move(key), std::move(s));
+  return subjects_[idx].pid == pid ? last_process_ = idx : idx;
 }
 
 int JobState::RankSubject(int rank) {
@@ -188,9 +187,25 @@ int JobState::RankSubject(int rank) {
   if (it != subject_index_.end()) return it->second;
   Subject s;
   s.rank = rank;
-  s.facts.resize(rules_->facts().size());
-  s.has_fact.resize(rules_->facts().size());
-  s.keyed.resize(rules_->facts().size());
+  return NewSubject(std::move(key), std::move(s));
+}
+
+int JobState::NewSubject(std::string key, Subject s) {
+  s.facts = FactSlots<FactValue>(rules_->facts().size());
+  s.keyed = KeyedSlots(rules_->facts().size());
+  if (subjects_.size() >= kMaxSubjects) {
+    counters_.over_subject_cap++;
+    auto it = subject_index_.find(kOverCapKey);
+    if (it != subject_index_.end()) return it->second;
+    // Neither a process nor a rank: its first/last facts keep every value, as
+    // for a stream several processes share.
+    s = Subject();
+    s.label = "(more processes and ranks than the subject cap)";
+    s.over_cap = true;
+    s.facts = FactSlots<FactValue>(rules_->facts().size());
+    s.keyed = KeyedSlots(rules_->facts().size());
+    key = kOverCapKey;
+  }
   subjects_.push_back(std::move(s));
   int idx = static_cast<int>(subjects_.size()) - 1;
   subject_index_.emplace(std::move(key), idx);
@@ -200,6 +215,7 @@ int JobState::RankSubject(int rank) {
 void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
   int s = ProcessSubject(host, pid);
   Subject& sub = subjects_[s];
+  if (sub.over_cap) return;
   if (sub.files.empty() || sub.files.back() != file) {
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
   }
@@ -217,6 +233,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   if (!line.host.empty() && line.pid >= 0) {
     int s = ProcessSubject(line.host, line.pid);
     Subject& sub = subjects_[s];
+    if (sub.over_cap) return s;  // its votes would name a rank it is not
     if (!line.host_hint.empty() && line.host_hint != line.host) {
       auto h = hint_hosts_.find(line.host_hint);
       if (h == hint_hosts_.end()) h = hint_hosts_.try_emplace(std::string(line.host_hint)).first;
@@ -238,7 +255,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
     int s = RankSubject(rank);
     Subject& sub = subjects_[s];
     if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-    if (sub.host.empty() && !line.host_hint.empty()) {
+    if (sub.host.empty() && !line.host_hint.empty() && !sub.over_cap) {
       sub.host = std::string(line.host_hint);
       sub.host_from_hint = true;
     }
@@ -257,13 +274,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
     s.host = std::string(line.host_hint);
     s.host_from_hint = true;
   }
-  s.facts.resize(rules_->facts().size());
-  s.has_fact.resize(rules_->facts().size());
-  s.keyed.resize(rules_->facts().size());
-  subjects_.push_back(std::move(s));
-  int idx = static_cast<int>(subjects_.size()) - 1;
-  subject_index_.emplace(std::move(key), idx);
-  return idx;
+  return NewSubject(std::move(key), std::move(s));
 }
 
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
@@ -287,7 +298,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
       }
     }
     if (key.empty()) key = "-";
-    auto& m = s->keyed[fact];
+    auto& m = s->keyed.At(fact);
     auto it = m.find(key);
     fresh = it == m.end();
     if (fresh) {
@@ -296,9 +307,8 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     }
     fv = &it->second;
   } else {
-    fresh = !s->has_fact[fact];
-    s->has_fact[fact] = true;
-    fv = &s->facts[fact];
+    fresh = !s->facts.Find(fact);
+    fv = &s->facts.At(fact);
   }
   fv->count += count;
   const bool take = fresh || MergeReplaces(spec, value, fv->value);
@@ -327,7 +337,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   }
 }
 
-void JobState::TrimWindow(const FactSpec& spec, std::map<std::string, FactValue, std::less<>>* m) {
+void JobState::TrimWindow(const FactSpec& spec, KeyedValues* m) {
   // The latest keys only: at twice the window the oldest half goes
   // (amortised; per-call facts grow with the job).
   if (spec.window <= 0 || m->size() < 2 * static_cast<size_t>(spec.window)) return;
@@ -524,20 +534,19 @@ void JobState::MergeSubject(int from, int into) {
   for (int f : a.files) {
     if (std::find(b.files.begin(), b.files.end(), f) == b.files.end()) b.files.push_back(f);
   }
-  for (size_t f = 0; f < a.facts.size(); ++f) {
-    const FactSpec& spec = rules_->facts()[f];
-    if (a.has_fact[f]) {
-      if (!b.has_fact[f]) {
-        b.facts[f] = a.facts[f];
-        b.has_fact[f] = true;
-      } else {
-        MergeValue(spec, &b.facts[f], a.facts[f]);
-      }
+  for (const auto& [f, v] : a.facts.slots()) {
+    if (FactValue* mine = b.facts.Find(f)) {
+      MergeValue(rules_->facts()[f], mine, v);
+    } else {
+      b.facts.At(f) = v;
     }
-    for (const auto& kv : a.keyed[f]) {
-      auto it = b.keyed[f].find(kv.first);
-      if (it == b.keyed[f].end()) b.keyed[f].emplace(kv.first, kv.second);
-      else MergeValue(spec, &it->second, kv.second);
+  }
+  for (const auto& [f, m] : a.keyed.slots()) {
+    KeyedValues& mine = b.keyed.At(f);
+    for (const auto& kv : m) {
+      auto it = mine.find(kv.first);
+      if (it == mine.end()) mine.emplace(kv.first, kv.second);
+      else MergeValue(rules_->facts()[f], &it->second, kv.second);
     }
   }
 }
@@ -574,7 +583,7 @@ void JobState::Finalize() {
   // 1. Resolve the global rank of every process subject.
   for (size_t i = 0; i < subjects_.size(); ++i) {
     Subject& s = subjects_[i];
-    if (s.rank >= 0 && s.pid < 0) continue;  // rank subject
+    if ((s.rank >= 0 && s.pid < 0) || s.over_cap) continue;  // a rank subject, or the summary past the cap
     int rank = -1;
     std::string source;
     auto g = subject_global_rank_.find(static_cast<int>(i));

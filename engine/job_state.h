@@ -10,6 +10,7 @@
 #ifndef NCCLSCAN_ENGINE_JOB_STATE_H_
 #define NCCLSCAN_ENGINE_JOB_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -35,6 +36,12 @@ inline constexpr size_t kMaxEvidenceText = 512;
 inline constexpr size_t kMaxCaptureText = 512;
 inline constexpr size_t kMaxSetValues = 64;
 inline constexpr size_t kMaxIdentityConflicts = 100;
+// Subjects (processes, ranks, per-file streams) kept one by one. A subject
+// costs ~0.5-1 KiB with its index and report, so the cap holds a job's state
+// near 128 MiB whatever its logs name; the lines of the subjects past it are
+// summarised as one subject, and the reports say how many (Counters).
+// 131,072 covers a 65,536-GPU job that logs both process and rank of each.
+inline constexpr size_t kMaxSubjects = size_t{1} << 17;
 
 struct Evidence {
   int file = -1;      // index into JobState::files
@@ -89,6 +96,58 @@ struct FactValue {
   Seen seen;
 };
 
+using KeyedValues = std::map<std::string, FactValue, std::less<>>;
+
+// One subject's values of the job's facts, by fact index, sparse: the rules
+// declare ~40 facts and most subjects carry a few, and a dense slot per fact
+// cost ~9 KiB a subject (1 M processes: 9 GiB). Slots stay sorted by fact.
+template <typename V>
+class FactSlots {
+ public:
+  explicit FactSlots(size_t facts = 0) : facts_(facts) {}
+  // The number of facts of the rules (valid indices are below it).
+  size_t size() const { return facts_; }
+  const V* Find(int fact) const {
+    auto it = LowerBound(fact);
+    return it != slots_.end() && it->first == fact ? &it->second : nullptr;
+  }
+  V* Find(int fact) {
+    auto it = LowerBound(fact);
+    return it != slots_.end() && it->first == fact ? &it->second : nullptr;
+  }
+  // The value of `fact`, created empty when it has none. The reference is
+  // good until the next At of another fact.
+  V& At(int fact) {
+    auto it = LowerBound(fact);
+    if (it == slots_.end() || it->first != fact) it = slots_.emplace(it, fact, V());
+    return it->second;
+  }
+  // The values set, as (fact, value) in fact order.
+  const std::vector<std::pair<int, V>>& slots() const { return slots_; }
+  std::vector<std::pair<int, V>>& slots() { return slots_; }
+
+ private:
+  typename std::vector<std::pair<int, V>>::const_iterator LowerBound(int fact) const {
+    return std::lower_bound(slots_.begin(), slots_.end(), fact, [](const auto& p, int f) { return p.first < f; });
+  }
+  typename std::vector<std::pair<int, V>>::iterator LowerBound(int fact) {
+    return std::lower_bound(slots_.begin(), slots_.end(), fact, [](const auto& p, int f) { return p.first < f; });
+  }
+  size_t facts_;
+  std::vector<std::pair<int, V>> slots_;
+};
+
+// Keyed facts: reading an unset fact gives an empty map.
+class KeyedSlots : public FactSlots<KeyedValues> {
+ public:
+  using FactSlots::FactSlots;
+  const KeyedValues& operator[](size_t fact) const {
+    static const KeyedValues kNone;
+    const KeyedValues* m = Find(static_cast<int>(fact));
+    return m ? *m : kNone;
+  }
+};
+
 struct Subject {
   std::string host;
   int64_t pid = -1;
@@ -98,20 +157,19 @@ struct Subject {
   uint64_t devices = 0;              // bit d: a matched line of it carried the NCCL header's [d] (d < 64)
   std::map<int, int> rank_hints;     // hinted global rank -> lines
   std::map<int, int> label_hints;    // srun --label task numbers -> lines (ranks unless the file says otherwise)
-  std::vector<FactValue> facts;      // by fact index (unkeyed)
-  std::vector<bool> has_fact;
-  std::vector<std::map<std::string, FactValue, std::less<>>> keyed;  // by fact index
+  FactSlots<FactValue> facts;        // unkeyed facts
+  KeyedSlots keyed;                  // keyed facts: key -> value
   bool merged_away = false;
   int merged_into = -1;
   bool host_from_hint = false;       // host is a wrapper's label (kubectl pod, pdsh host), not the process's own
+  bool over_cap = false;             // summarises the subjects past kMaxSubjects: never a rank
 
   // Unkeyed or keyed: does this subject carry the fact at all?
   bool Has(int fact) const {
-    return Get(fact) != nullptr || (fact >= 0 && fact < static_cast<int>(keyed.size()) && !keyed[fact].empty());
+    const KeyedValues* m = keyed.Find(fact);
+    return Get(fact) != nullptr || (m && !m->empty());
   }
-  const FactValue* Get(int fact) const {
-    return fact >= 0 && fact < static_cast<int>(has_fact.size()) && has_fact[fact] ? &facts[fact] : nullptr;
-  }
+  const FactValue* Get(int fact) const { return facts.Find(fact); }
 };
 
 struct CommInfo {
@@ -164,6 +222,7 @@ struct Counters {
   uint64_t overlong_lines = 0;       // cut at the maximum line length
   uint64_t glued_lines = 0;
   uint64_t wrapped_joined = 0;       // terminal hard-wrapped lines joined to the line before
+  uint64_t over_subject_cap = 0;     // lines of processes or ranks past kMaxSubjects, summarised as one
 };
 
 class JobState {
@@ -244,6 +303,9 @@ class JobState {
   int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous, int64_t weight = 1);
   int ProcessSubject(std::string_view host, int64_t pid);
   int RankSubject(int rank);
+  // A new subject under `key` (kept in subject_index_), or past kMaxSubjects
+  // the one subject that summarises the rest.
+  int NewSubject(std::string key, Subject s);
   // `count` lines set this value (a folded run counts all its lines); ev is
   // the line that set it.
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
@@ -251,7 +313,7 @@ class JobState {
   void MergeSubject(int from, int into);
   // A windowed keyed fact keeps its latest keys (FactSpec::window): called
   // before a key is added to `m`.
-  static void TrimWindow(const FactSpec& spec, std::map<std::string, FactValue, std::less<>>* m);
+  static void TrimWindow(const FactSpec& spec, KeyedValues* m);
   // Sets e's origin from ev's (after ev.CopyTo(e)), interning the file name.
   void Cite(const EvidenceRef& ev, Evidence* e);
   void NoteConflict(const std::string& msg);

@@ -85,20 +85,28 @@ void JobState::Absorb(JobState&& b) {
       key = "F " + std::to_string(f + file_off) + std::string(end);
     }
     for (int& f : bs.files) f += file_off;
-    for (auto& v : bs.facts) fix_value(&v);
-    for (auto& m : bs.keyed) {
+    for (auto& [f, v] : bs.facts.slots()) fix_value(&v);
+    for (auto& [f, m] : bs.keyed.slots()) {
       for (auto& kv : m) fix_value(&kv.second);
     }
     auto it = subject_index_.find(key);
-    if (it == subject_index_.end()) {
+    int j;
+    if (it != subject_index_.end()) {
+      j = it->second;
+    } else if (subjects_.size() < kMaxSubjects) {
       subjects_.push_back(std::move(bs));
       smap[i] = static_cast<int>(subjects_.size()) - 1;
       subject_index_.emplace(std::move(key), smap[i]);
       continue;
+    } else {
+      // Past the cap a scan would have summarised this subject's lines; its
+      // state joins the summary (counted once, not per line: a merge past the
+      // cap summarises as a scan does, but its count is of subjects).
+      j = NewSubject(std::move(key), Subject());
     }
-    const int j = smap[i] = it->second;
+    smap[i] = j;
     Subject& a = subjects_[j];
-    if (a.host.empty() && !bs.host.empty()) {
+    if (a.host.empty() && !bs.host.empty() && !a.over_cap) {
       a.host = bs.host;
       a.host_from_hint = bs.host_from_hint;
     }
@@ -106,25 +114,25 @@ void JobState::Absorb(JobState&& b) {
       if (std::find(a.files.begin(), a.files.end(), f) == a.files.end()) a.files.push_back(f);
     }
     a.devices |= bs.devices;
-    AddCounts(&a.rank_hints, bs.rank_hints);
-    AddCounts(&a.label_hints, bs.label_hints);
-    for (size_t f = 0; f < bs.facts.size() && f < a.facts.size(); ++f) {
-      const FactSpec& spec = rules_->facts()[f];
-      if (bs.has_fact[f]) {
-        if (!a.has_fact[f]) {
-          a.facts[f] = std::move(bs.facts[f]);
-          a.has_fact[f] = true;
-        } else {
-          MergeLater(spec, &a.facts[f], std::move(bs.facts[f]));
-        }
+    if (!a.over_cap) {
+      AddCounts(&a.rank_hints, bs.rank_hints);
+      AddCounts(&a.label_hints, bs.label_hints);
+    }
+    for (auto& [f, v] : bs.facts.slots()) {
+      if (FactValue* mine = a.facts.Find(f)) {
+        MergeLater(rules_->facts()[f], mine, std::move(v));
+      } else {
+        a.facts.At(f) = std::move(v);
       }
-      auto& m = a.keyed[f];
-      for (auto& kv : bs.keyed[f]) {
+    }
+    for (auto& [f, later] : bs.keyed.slots()) {
+      KeyedValues& m = a.keyed.At(f);
+      for (auto& kv : later) {
         auto k = m.find(kv.first);
         if (k != m.end()) {
-          MergeLater(spec, &k->second, std::move(kv.second));
+          MergeLater(rules_->facts()[f], &k->second, std::move(kv.second));
         } else {
-          TrimWindow(spec, &m);
+          TrimWindow(rules_->facts()[f], &m);
           m.emplace(kv.first, std::move(kv.second));
         }
       }
@@ -224,6 +232,7 @@ void JobState::Absorb(JobState&& b) {
   c.overlong_lines += o.overlong_lines;
   c.glued_lines += o.glued_lines;
   c.wrapped_joined += o.wrapped_joined;
+  c.over_subject_cap += o.over_subject_cap;
   last_process_ = -1;
 }
 

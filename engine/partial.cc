@@ -342,21 +342,17 @@ void JobState::Encode(WireWriter* w) const {
     PutIntCounts(w, s.rank_hints);
     PutIntCounts(w, s.label_hints);
     w->U(s.host_from_hint);
-    size_t n = std::count(s.has_fact.begin(), s.has_fact.end(), true);
-    w->U(n);
-    for (size_t f = 0; f < s.has_fact.size(); ++f) {
-      if (!s.has_fact[f]) continue;
-      w->I(static_cast<int64_t>(f));
-      Put(w, s.facts[f]);
+    w->U(s.over_cap);
+    w->U(s.facts.slots().size());
+    for (const auto& [f, v] : s.facts.slots()) {
+      w->I(f);
+      Put(w, v);
     }
-    n = 0;
-    for (const auto& m : s.keyed) n += !m.empty();
-    w->U(n);
-    for (size_t f = 0; f < s.keyed.size(); ++f) {
-      if (s.keyed[f].empty()) continue;
-      w->I(static_cast<int64_t>(f));
-      w->U(s.keyed[f].size());
-      for (const auto& kv : s.keyed[f]) {
+    w->U(s.keyed.slots().size());
+    for (const auto& [f, m] : s.keyed.slots()) {
+      w->I(f);
+      w->U(m.size());
+      for (const auto& kv : m) {
         w->S(kv.first);
         Put(w, kv.second);
       }
@@ -440,7 +436,7 @@ void JobState::Encode(WireWriter* w) const {
   const Counters& c = counters_;
   for (uint64_t v : {c.bytes, c.lines, c.family_lines[0], c.family_lines[1], c.family_lines[2], c.family_lines[3],
                      c.matched_lines, c.binary_lines, c.nul_lines, c.overlong_lines, c.glued_lines,
-                     c.wrapped_joined}) {
+                     c.wrapped_joined, c.over_subject_cap}) {
     w->U(v);
   }
   static_assert(kNumFamilies == 4, "the counters above list every family");
@@ -491,23 +487,29 @@ bool JobState::Decode(WireReader* r) {
     GetIntCounts(r, &s.rank_hints);
     GetIntCounts(r, &s.label_hints);
     s.host_from_hint = r->U() != 0;
-    s.facts.resize(nfacts);
-    s.has_fact.resize(nfacts);
-    s.keyed.resize(nfacts);
+    s.over_cap = r->U() != 0;
+    s.facts = FactSlots<FactValue>(nfacts);
+    s.keyed = KeyedSlots(nfacts);
+    // Slots come in fact order; one out of order or twice is corrupt.
     k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
+    for (size_t j = 0, last = 0; j < k && r->ok(); ++j) {
       int f = r->Index(0, nfacts);
+      if (j > 0 && static_cast<size_t>(f) <= last) r->Fail();
+      last = static_cast<size_t>(f);
       if (!r->ok()) break;
-      s.has_fact[f] = true;
-      Get(r, &s.facts[f], l);
+      Get(r, &s.facts.At(f), l);
     }
     k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
+    for (size_t j = 0, last = 0; j < k && r->ok(); ++j) {
       int f = r->Index(0, nfacts);
+      if (j > 0 && static_cast<size_t>(f) <= last) r->Fail();
+      last = static_cast<size_t>(f);
+      if (!r->ok()) break;
+      KeyedValues& m = s.keyed.At(f);
       size_t keys = r->Count();
       for (size_t q = 0; q < keys && r->ok(); ++q) {
         std::string key = r->S();
-        Get(r, &s.keyed[f][key], l);
+        Get(r, &m[key], l);
       }
     }
   }
@@ -598,7 +600,7 @@ bool JobState::Decode(WireReader* r) {
   Counters& c = counters_;
   for (uint64_t* v : {&c.bytes, &c.lines, &c.family_lines[0], &c.family_lines[1], &c.family_lines[2],
                       &c.family_lines[3], &c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines,
-                      &c.glued_lines, &c.wrapped_joined}) {
+                      &c.glued_lines, &c.wrapped_joined, &c.over_subject_cap}) {
     *v = r->U();
   }
   if (subject_address_.size() > l.subjects || open_warn_.size() > l.subjects) r->Fail();

@@ -213,6 +213,12 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.UInt(c.glued_lines);
   j.EndObject();
   j.KVInt("unreadable_files", unreadable);
+  j.Key("subject_cap");
+  j.BeginObject();
+  j.KVInt("cap", static_cast<int64_t>(kMaxSubjects));
+  j.Key("summarised");
+  j.UInt(c.over_subject_cap);
+  j.EndObject();
 
   std::vector<int> live = st.LiveSubjects();
   std::vector<int> ranks;
@@ -531,6 +537,15 @@ size_t EndColumn(const std::string& wrapped, size_t first_col) {
 }
 
 // The one line a run without problems gets: what was healthy.
+// "" unless some processes or ranks were past kMaxSubjects (JobState).
+std::string SubjectCapNote(const JobState& st) {
+  const uint64_t n = st.counters().over_subject_cap;
+  if (n == 0) return "";
+  return fmt::format("subject cap: more than {} processes and ranks; {} line(s) of the others are summarised as one "
+                     "subject, '(more processes and ranks than the subject cap)'",
+                     kMaxSubjects, n);
+}
+
 std::string HealthLine(const JobState& st) {
   int ranks = 0;
   std::set<std::string> nets;
@@ -595,6 +610,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   for (const auto& ic : st.identity_conflicts()) {
     out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
   }
+  if (!SubjectCapNote(st).empty()) out += sty.Wrap("33", WrapColumns(SubjectCapNote(st), 0, 2, width)) + "\n";
   if (std::string sk = st.skipped().Summary(); !sk.empty())
     out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
 
@@ -694,6 +710,10 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
   }
   for (const auto& ic : st.identity_conflicts()) {
     out += "- identity: " + text(ic) + "\n";
+    notes = true;
+  }
+  if (std::string cap = SubjectCapNote(st); !cap.empty()) {
+    out += "- " + text(cap) + "\n";
     notes = true;
   }
   if (std::string sk = st.skipped().Summary(); !sk.empty()) {

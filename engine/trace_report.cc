@@ -326,9 +326,7 @@ class TraceBuilder {
       const Subject& sub = subs[s];
       for (size_t f = 0; f < sub.facts.size(); ++f) {
         if (const FactValue* v = sub.Get(static_cast<int>(f))) take(v->evidence, subject_track_[s]);
-        if (f < sub.keyed.size()) {
-          for (const auto& kv : sub.keyed[f]) take(kv.second.evidence, subject_track_[s]);
-        }
+        for (const auto& kv : sub.keyed[f]) take(kv.second.evidence, subject_track_[s]);
       }
     }
     for (const Finding& f : d_.findings) {

@@ -393,3 +393,37 @@ TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
 
 }  // namespace
 }  // namespace ncclscan
+
+namespace ncclscan {
+namespace {
+
+// Past kMaxSubjects distinct processes, their lines are summarised as one
+// subject and said so in every report; what those lines say still counts (a
+// WARN of the 200,000th process is a finding), and the earlier processes keep
+// their identity.
+TEST(Scanner, SubjectsPastTheCapAreSummarisedAndReported) {
+  TempDir tmp;
+  std::string log;
+  const size_t n = kMaxSubjects + 5000;
+  log.reserve(n * 40);
+  for (size_t i = 0; i < n; ++i) log += "h" + std::to_string(i) + ":1:1 [0] NCCL INFO x\n";
+  log += "h" + std::to_string(n - 1) +
+         ":1:1 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer h0<1234>\n";
+  Analysis a = Analyze(BuiltInRules(), {tmp.Write("big.log", log)}, ScanOptions{});
+  EXPECT_LE(a.state->subjects().size(), kMaxSubjects + 1);
+  EXPECT_GE(a.state->counters().over_subject_cap, 5000u);
+  const std::string json = RenderJson(*a.state, a.diagnosis);
+  EXPECT_NE(json.find("\"subject_cap\":{\"cap\":131072,\"summarised\":"), std::string::npos);
+  ReportOptions ro;
+  EXPECT_NE(RenderText(*a.state, a.diagnosis, ro).find("subject cap: more than 131072 processes and ranks"),
+            std::string::npos);
+  EXPECT_NE(RenderMarkdown(*a.state, a.diagnosis).find("subject cap: more than 131072"), std::string::npos);
+  bool closed = false;
+  for (const auto& f : a.diagnosis.findings) closed |= f.rule_id == "NCCL-CONN-CLOSED";
+  EXPECT_TRUE(closed);
+  EXPECT_TRUE(a.state->Hosts().count("h0"));
+  EXPECT_FALSE(a.state->Hosts().count("h" + std::to_string(n - 1)));
+}
+
+}  // namespace
+}  // namespace ncclscan
