@@ -637,6 +637,10 @@ void JobState::Finalize() {
     const Subject& s = subjects_[i];
     if (s.rank >= 0 && s.pid < 0) owner.emplace(s.rank, static_cast<int>(i));
   }
+  // Two processes on two hosts that claim one rank are not one process (two
+  // jobs' logs mixed, a duplicate rank, a restart on another node): both are
+  // kept, the later one labelled with its host, and the conflict noted.
+  std::vector<bool> duplicate(subjects_.size());
   for (size_t i = 0; i < subjects_.size(); ++i) {
     Subject& s = subjects_[i];
     if (s.rank < 0) continue;
@@ -644,6 +648,14 @@ void JobState::Finalize() {
     if (it == owner.end()) {
       owner.emplace(s.rank, static_cast<int>(i));
     } else if (it->second != static_cast<int>(i)) {
+      const Subject& o = subjects_[it->second];
+      if (s.pid >= 0 && o.pid >= 0 && !s.host.empty() && !o.host.empty() && s.host != o.host &&
+          !s.host_from_hint && !o.host_from_hint) {
+        NoteConflict("rank " + std::to_string(s.rank) + " is claimed by " + o.host + ":" + std::to_string(o.pid) +
+                     " and " + s.host + ":" + std::to_string(s.pid) + " (two hosts); both are kept");
+        duplicate[i] = true;
+        continue;
+      }
       MergeSubject(static_cast<int>(i), it->second);
     }
   }
@@ -664,9 +676,11 @@ void JobState::Finalize() {
     if (w != writers.end() && w->second.size() == 1) MergeSubject(static_cast<int>(i), *w->second.begin());
   }
   // 3. Labels; comm membership follows merges.
-  for (auto& s : subjects_) {
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    Subject& s = subjects_[i];
     if (s.rank >= 0) s.label = "rank " + std::to_string(s.rank);
     else if (s.pid >= 0) s.label = s.host + ":" + std::to_string(s.pid);
+    if (duplicate[i]) s.label += " (" + s.host + ":" + std::to_string(s.pid) + ")";
   }
   auto resolve = [&](int i) {
     while (subjects_[i].merged_away) i = subjects_[i].merged_into;

@@ -24,6 +24,11 @@
 
 namespace ncclscan {
 
+// Pipeline tokens (chunks being read, parsed or applied) at most, at any -j:
+// 4 a thread up to 4 threads; past that each thread has fewer, and memory
+// stays flat (bench/memory.sh measures -j1/-j2/-j16).
+inline constexpr size_t kMaxChunksInFlight = 18;
+
 struct ScanOptions {
   int jobs = 0;                    // 0 = all cores
   // Bytes per pipeline token. Small enough that the chunks in flight stay in

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -396,6 +397,26 @@ TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
 
 namespace ncclscan {
 namespace {
+
+// Two processes on two hosts that both claim rank 0 were merged into one
+// subject and the second host vanished from the report: both are kept now,
+// and the conflict is said.
+TEST(Scanner, TwoHostsClaimingOneRankAreBothKept) {
+  TempDir tmp;
+  const std::string a = tmp.Write("a.log",
+                                  "node-a:100:101 [0] NCCL INFO comm 0x11 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n");
+  const std::string b = tmp.Write("b.log",
+                                  "node-b:200:201 [0] NCCL INFO comm 0x22 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n");
+  Analysis an = Analyze(BuiltInRules(), {a, b}, ScanOptions{});
+  EXPECT_EQ(an.state->Hosts(), (std::set<std::string>{"node-a", "node-b"}));
+  int rank0 = 0;
+  for (int s : an.state->LiveSubjects()) rank0 += an.state->subjects()[s].rank == 0;
+  EXPECT_EQ(rank0, 2);
+  ASSERT_EQ(an.state->identity_conflicts().size(), 1u);
+  EXPECT_EQ(an.state->identity_conflicts()[0],
+            "rank 0 is claimed by node-a:100 and node-b:200 (two hosts); both are kept");
+  EXPECT_NE(RenderJson(*an.state, an.diagnosis).find("rank 0 (node-b:200)"), std::string::npos);
+}
 
 // Past kMaxSubjects distinct processes, their lines are summarised as one
 // subject and said so in every report; what those lines say still counts (a
