@@ -551,6 +551,18 @@ void JobState::MergeSubject(int from, int into) {
   }
 }
 
+const Evidence* JobState::FirstEvidence(const Subject& s) {
+  const FactValue* best = nullptr;
+  auto consider = [&](const FactValue& v) {
+    if (v.evidence.file >= 0 && (!best || SeenBefore(v.seen, best->seen))) best = &v;
+  };
+  for (const auto& [f, v] : s.facts.slots()) consider(v);
+  for (const auto& [f, m] : s.keyed.slots()) {
+    for (const auto& kv : m) consider(kv.second);
+  }
+  return best ? &best->evidence : nullptr;
+}
+
 void JobState::Finalize() {
   // A wrapper's label (kubectl pod) that only ever prefixed the lines of processes printing
   // one host name is that host: its unprefixed lines (PyTorch, torchrun) belong there too.
@@ -651,9 +663,22 @@ void JobState::Finalize() {
       const Subject& o = subjects_[it->second];
       if (s.pid >= 0 && o.pid >= 0 && !s.host.empty() && !o.host.empty() && s.host != o.host &&
           !s.host_from_hint && !o.host_from_hint) {
-        NoteConflict("rank " + std::to_string(s.rank) + " is claimed by " + o.host + ":" + std::to_string(o.pid) +
-                     " and " + s.host + ":" + std::to_string(s.pid) + " (two hosts); both are kept");
+        const std::string other = o.host + ":" + std::to_string(o.pid);
+        NoteConflict("rank " + std::to_string(s.rank) + " is claimed by " + other + " and " + s.host + ":" +
+                     std::to_string(s.pid) + " (two hosts); both are kept");
         duplicate[i] = true;
+        // A fact, so a correlation can make it a finding (RANK-CLAIMED-BY-TWO-HOSTS),
+        // cited at the process's first line that was evidence of anything.
+        const int fact = rules_->FindFact("rank_claimed_elsewhere");
+        const Evidence* first = FirstEvidence(s);
+        if (fact >= 0 && first) {
+          EvidenceRef ev{first->file, first->line, first->text, first->time};
+          if (first->origin >= 0) {
+            ev.origin_file = origins_[first->origin];
+            ev.origin_line = first->origin_line;
+          }
+          SetFact(static_cast<int>(i), fact, {}, other, 1, ev);
+        }
         continue;
       }
       MergeSubject(static_cast<int>(i), it->second);

@@ -311,6 +311,8 @@ class JobState {
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
                const EvidenceRef& ev);
   void MergeSubject(int from, int into);
+  // The evidence of the subject's earliest fact (nullptr if it has none).
+  static const Evidence* FirstEvidence(const Subject& s);
   // A windowed keyed fact keeps its latest keys (FactSpec::window): called
   // before a key is added to `m`.
   static void TrimWindow(const FactSpec& spec, KeyedValues* m);

@@ -13,6 +13,7 @@ const std::vector<EngineFact>& EngineFacts() {
       {"init_complete", MergeMode::kLast, false, "", "the identity events (Init COMPLETE)"},
       {"comm_abort", MergeMode::kFirst, false, "", "the identity events (Abort)"},
       {"first_error", MergeMode::kFirst, false, "", "the report's per-rank summary"},
+      {"rank_claimed_elsewhere", MergeMode::kFirst, false, "", "the identity resolution (two hosts, one rank)"},
       {"last_opcount", MergeMode::kMax, true, "comm", "the extreme correlation's cut-off-rank test"},
       {"last_enqueued", MergeMode::kMax, true, "pg", "the report's per-rank summary"},
       {"last_completed", MergeMode::kMax, true, "pg", "the report's per-rank summary"},

@@ -416,6 +416,13 @@ TEST(Scanner, TwoHostsClaimingOneRankAreBothKept) {
   EXPECT_EQ(an.state->identity_conflicts()[0],
             "rank 0 is claimed by node-a:100 and node-b:200 (two hosts); both are kept");
   EXPECT_NE(RenderJson(*an.state, an.diagnosis).find("rank 0 (node-b:200)"), std::string::npos);
+
+  // The near miss: a restart on the same host (another pid) is one rank.
+  const std::string c = tmp.Write("c.log",
+                                  "node-a:300:301 [0] NCCL INFO comm 0x33 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n");
+  Analysis same = Analyze(BuiltInRules(), {a, c}, ScanOptions{});
+  EXPECT_TRUE(same.state->identity_conflicts().empty());
+  EXPECT_EQ(same.state->LiveSubjects().size(), 1u);
 }
 
 // Past kMaxSubjects distinct processes, their lines are summarised as one
