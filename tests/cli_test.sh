@@ -35,6 +35,7 @@ PLAN=(
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
+  partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
 )
 pass=0
 fail=0
@@ -494,6 +495,34 @@ check ranks_table 0 "$NS" --ranks --color never "$ROOT/corpus/sim-straggler-perr
 expect out_has '^  rank  host          pid   devices  NCCL    transport  last seq           first error$'
 expect out_has '^  0     gpu-node-000  1812  0        2.18.3  IB         opCount 27 (0x1b)  -$'
 expect out_has 'only up to opCount 27 (0x1b) while the others reached 39 (0x27)'
+end
+
+# Partials: two shares of a case, merged in reverse order, print what one scan
+# prints (text, exit status); bad partials are clear errors, exit 2.
+CASE="$ROOT/corpus/real-dev-shm-exhausted-2node-socket"
+mapfile -t case_logs < <(find "$CASE" -type f ! -name expected.json ! -name '*.md' | LC_ALL=C sort)
+"$NS" --color never "${case_logs[@]}" >"$T/scan.txt" 2>/dev/null
+half=$(( (${#case_logs[@]} + 1) / 2 ))
+check partial_merge_equals_scan 0 "$NS" partial -o "$T/p1.partial" "${case_logs[@]:0:$half}"
+also_run 0 "$NS" partial -o "$T/p2.partial" "${case_logs[@]:$half}"
+also_run 1 "$NS" merge --color never "$T/p2.partial" "$T/p1.partial"
+expect same_out_as "$T/scan.txt"
+expect out_has '^FAIL '
+end
+
+check partial_needs_output 2 "$NS" partial "$GOOD"
+expect err_has '^ncclscan: error: partial needs -o FILE, the partial to write'
+end
+
+check merge_rejects_a_log 2 "$NS" merge "$T/p1.partial" "$GOOD"
+expect err_has "^ncclscan: error: $GOOD: not an ncclscan partial (made by 'ncclscan partial -o FILE')"
+expect out_lacks .
+end
+
+head -c 40 "$T/p1.partial" >"$T/cut.partial"
+check merge_rejects_truncated_partial 2 "$NS" merge --format json "$T/cut.partial"
+expect err_has "^ncclscan: error: $T/cut.partial: truncated partial"
+expect out_lacks .
 end
 
 finish
