@@ -129,15 +129,6 @@ void Put(WireWriter* w, const FactValue& v) {
   Put(w, v.seen);
 }
 
-template <typename Map>
-void PutIntCounts(WireWriter* w, const Map& m) {
-  w->U(m.size());
-  for (const auto& kv : m) {
-    w->I(kv.first);
-    w->I(kv.second);
-  }
-}
-
 void PutSizes(WireWriter* w, const std::vector<std::vector<int64_t>>& v) {
   w->U(v.size());
   for (const auto& inner : v) {
@@ -149,6 +140,48 @@ void PutSizes(WireWriter* w, const std::vector<std::vector<int64_t>>& v) {
 void PutStrings(WireWriter* w, const std::vector<std::string>& v) {
   w->U(v.size());
   for (const auto& s : v) w->S(s);
+}
+
+// Maps (or vectors of pairs) of strings and integers, by their types.
+void PutValue(WireWriter* w, const std::string& v) { w->S(v); }
+void PutValue(WireWriter* w, int64_t v) { w->I(v); }
+void GetValue(WireReader* r, std::string* v) { *v = r->S(); }
+template <typename Int>
+void GetValue(WireReader* r, Int* v) {
+  *v = static_cast<Int>(r->I());
+}
+
+template <typename K, typename V, typename C>
+void PutValue(WireWriter* w, const std::map<K, V, C>& m);
+template <typename K, typename V, typename C>
+void GetValue(WireReader* r, std::map<K, V, C>* m);
+
+template <typename Pairs>
+void PutPairs(WireWriter* w, const Pairs& m) {
+  w->U(m.size());
+  for (const auto& kv : m) {
+    PutValue(w, kv.first);
+    PutValue(w, kv.second);
+  }
+}
+
+template <typename Map>
+void GetMap(WireReader* r, Map* m) {
+  size_t n = r->Count();
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    typename Map::key_type k;
+    GetValue(r, &k);
+    GetValue(r, &(*m)[k]);
+  }
+}
+
+template <typename K, typename V, typename C>
+void PutValue(WireWriter* w, const std::map<K, V, C>& m) {
+  PutPairs(w, m);
+}
+template <typename K, typename V, typename C>
+void GetValue(WireReader* r, std::map<K, V, C>* m) {
+  GetMap(r, m);
 }
 
 // Indices are checked against the sizes the state has by then: files and
@@ -181,16 +214,6 @@ void Get(WireReader* r, FactValue* v, const Limits& l) {
   v->count = r->I();
   Get(r, &v->evidence, l);
   Get(r, &v->seen, l);
-}
-
-template <typename Map>
-void GetIntCounts(WireReader* r, Map* m) {
-  size_t n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    int64_t k = r->I();
-    int64_t v = r->I();
-    (*m)[static_cast<typename Map::key_type>(k)] = static_cast<typename Map::mapped_type>(v);
-  }
 }
 
 void GetSizes(WireReader* r, std::vector<std::vector<int64_t>>* v) {
@@ -321,11 +344,7 @@ void JobState::Encode(WireWriter* w) const {
     w->S(kv.first);
     w->U(kv.second);
   }
-  w->U(skipped_.paths.size());
-  for (const auto& p : skipped_.paths) {
-    w->S(p.first);
-    w->S(p.second);
-  }
+  PutPairs(w, skipped_.paths);
   w->U(skipped_.walk_errors);
   PutStrings(w, origins_);
 
@@ -339,8 +358,8 @@ void JobState::Encode(WireWriter* w) const {
     w->U(s.files.size());
     for (int f : s.files) w->I(f);
     w->U(s.devices);
-    PutIntCounts(w, s.rank_hints);
-    PutIntCounts(w, s.label_hints);
+    PutPairs(w, s.rank_hints);
+    PutPairs(w, s.label_hints);
     w->U(s.host_from_hint);
     w->U(s.over_cap);
     w->U(s.facts.slots().size());
@@ -375,39 +394,17 @@ void JobState::Encode(WireWriter* w) const {
     }
   }
   w->U(comm_ptr_.size());
-  for (const auto& m : comm_ptr_) {
-    w->U(m.size());
-    for (const auto& kv : m) {
-      w->S(kv.first);
-      w->S(kv.second);
-    }
-  }
-  w->U(comm_rank_.size());
-  for (const auto& kv : comm_rank_) {
-    w->I(kv.first);
-    w->U(kv.second.size());
-    for (const auto& cr : kv.second) {
-      w->S(cr.first);
-      w->I(cr.second);
-    }
-  }
-  PutIntCounts(w, subject_global_rank_);
-  w->U(address_owner_.size());
-  for (const auto& kv : address_owner_) {
-    w->S(kv.first);
-    w->S(kv.second);
-  }
+  for (const auto& m : comm_ptr_) PutPairs(w, m);
+  PutPairs(w, comm_rank_);
+  PutPairs(w, subject_global_rank_);
+  PutPairs(w, address_owner_);
   w->U(line_findings_.size());
   for (const auto& kv : line_findings_) {
     const LineFindingAcc& a = kv.second;
     w->S(kv.first);
     w->I(a.rule);
     w->S(a.group);
-    w->U(a.vars.size());
-    for (const auto& v : a.vars) {
-      w->S(v.first);
-      w->S(v.second);
-    }
+    PutPairs(w, a.vars);
     w->U(a.subjects.size());
     for (int s : a.subjects) w->I(s);
     w->U(a.evidence.size());
@@ -417,15 +414,7 @@ void JobState::Encode(WireWriter* w) const {
     Put(w, a.last);
     w->S(a.result);
   }
-  w->U(hint_hosts_.size());
-  for (const auto& kv : hint_hosts_) {
-    w->S(kv.first);
-    w->U(kv.second.size());
-    for (const auto& h : kv.second) {
-      w->S(h.first);
-      w->I(h.second);
-    }
-  }
+  PutPairs(w, hint_hosts_);
   PutStrings(w, subject_address_);
   PutStrings(w, identity_conflicts_);
   w->U(flight_recorders_.size());
@@ -484,8 +473,8 @@ bool JobState::Decode(WireReader* r) {
     size_t k = r->Count();
     for (size_t j = 0; j < k && r->ok(); ++j) s.files.push_back(r->Index(0, l.files));
     s.devices = r->U();
-    GetIntCounts(r, &s.rank_hints);
-    GetIntCounts(r, &s.label_hints);
+    GetMap(r, &s.rank_hints);
+    GetMap(r, &s.label_hints);
     s.host_from_hint = r->U() != 0;
     s.over_cap = r->U() != 0;
     s.facts = FactSlots<FactValue>(nfacts);
@@ -533,45 +522,24 @@ bool JobState::Decode(WireReader* r) {
   }
   n = r->Count();
   if (n > l.subjects) r->Fail();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    auto& m = comm_ptr_.emplace_back();
-    size_t k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
-      std::string ptr = r->S();
-      m[ptr] = r->S();
-    }
-  }
-  n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    auto& m = comm_rank_[r->Index(0, l.subjects)];
-    size_t k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
-      std::string id = r->S();
-      m[id] = static_cast<int>(r->I());
-    }
-  }
-  n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    int s = r->Index(0, l.subjects);
-    subject_global_rank_[s] = static_cast<int>(r->I());
-  }
-  n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    std::string a = r->S();
-    address_owner_[a] = r->S();
-  }
+  for (size_t i = 0; i < n && r->ok(); ++i) GetMap(r, &comm_ptr_.emplace_back());
+  GetMap(r, &comm_rank_);
+  GetMap(r, &subject_global_rank_);
+  // Their keys are subject indices.
+  auto subject_keys = [&](const auto& m) {
+    if (!m.empty() && (m.begin()->first < 0 || static_cast<size_t>(m.rbegin()->first) >= l.subjects)) r->Fail();
+  };
+  subject_keys(comm_rank_);
+  subject_keys(subject_global_rank_);
+  GetMap(r, &address_owner_);
   const size_t nrules = rules_->rules().size();
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) {
     LineFindingAcc& a = line_findings_[r->S()];
     a.rule = r->Index(0, nrules);
     a.group = r->S();
+    GetMap(r, &a.vars);
     size_t k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
-      std::string name = r->S();
-      a.vars[name] = r->S();
-    }
-    k = r->Count();
     for (size_t j = 0; j < k && r->ok(); ++j) a.subjects.insert(r->Index(0, l.subjects));
     k = r->Count();
     if (k > kMaxEvidencePerFinding) r->Fail();
@@ -581,15 +549,7 @@ bool JobState::Decode(WireReader* r) {
     Get(r, &a.last, l);
     a.result = r->S();
   }
-  n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) {
-    auto& m = hint_hosts_[r->S()];
-    size_t k = r->Count();
-    for (size_t j = 0; j < k && r->ok(); ++j) {
-      std::string h = r->S();
-      m[h] = r->I();
-    }
-  }
+  GetMap(r, &hint_hosts_);
   GetStrings(r, &subject_address_);
   GetStrings(r, &identity_conflicts_);
   n = r->Count();
