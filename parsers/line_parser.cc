@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "parsers/nccl_fragments.h"
 #include "parsers/text_util.h"
 #include "parsers/wrappers.h"
 
@@ -593,8 +594,62 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
 }
 
 void LineParser::ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
+  list_.continued = false;
   ParseFreshPieces(raw, arena, out, rest);
   if (!rest->empty()) CutGluedText(out, *rest);
+  if (!list_.continued) NoteInterfaceList(*out);
+}
+
+void LineParser::NoteInterfaceList(const ParsedLine& line) {
+  list_.next = -1;
+  if (line.family != Family::kNccl) return;
+  const int next = OpenInterfaceList(line.message);
+  if (next < 0 || next > kMaxListItems || line.text.size() > kMaxListText) return;
+  list_.next = next;
+  list_.text.assign(line.text.data(), line.text.size());
+  const char* t = line.text.data();
+  const char* m = line.message.data();
+  if (m >= t && m + line.message.size() <= t + line.text.size()) {
+    list_.message_at = static_cast<size_t>(m - t);
+  } else {  // the message was rebuilt elsewhere (docker JSON escapes)
+    list_.text.assign(line.message.data(), line.message.size());
+    list_.message_at = 0;
+  }
+  list_.host.assign(line.host.data(), line.host.size());
+  list_.host_hint.assign(line.host_hint.data(), line.host_hint.size());
+  list_.src_file.assign(line.src_file.data(), line.src_file.size());
+  // The views point into this line's chunk, which may be gone by the next line.
+  list_.line = line;
+  list_.line.text = list_.line.message = list_.line.host = list_.line.host_hint = {};
+  list_.line.src_file = list_.line.src_loc = list_.line.pg_id = {};
+}
+
+bool LineParser::ContinueInterfaceList(Arena* arena, ParsedLine* out) {
+  const ParsedLine& open = list_.line;
+  // Interleaved output of several processes: the continuation must carry the
+  // same wrapper hints as the line it continues.
+  if (out->rank_hint != open.rank_hint || out->local_rank_hint != open.local_rank_hint ||
+      out->host_hint != list_.host_hint || out->src_file != list_.src_file) {
+    return false;
+  }
+  int following;
+  if (!ContinuesInterfaceList(out->text, list_.next, &following)) return false;
+  const std::string_view items = TrimSpace(out->text);
+  if (list_.text.size() + 1 + items.size() > kMaxListText || following > kMaxListItems) return false;
+  list_.text.append(" ").append(items.data(), items.size());
+  // The header fields of the line continued; the wrapper fields are this line's (equal, above).
+  out->family = Family::kNccl;
+  out->level = open.level;
+  out->pid = open.pid;
+  out->tid = open.tid;
+  out->dev = open.dev;
+  out->text = arena->Store(list_.text);
+  out->message = out->text.substr(list_.message_at);
+  out->host = arena->Store(list_.host);
+  if (out->time < 0) out->time = open.time;
+  list_.next = following;  // -1: "; OOB …" ended it
+  list_.continued = true;
+  return true;
 }
 
 void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
@@ -602,6 +657,7 @@ void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine
   if (ParseRepeatedHeader(raw, out, rest)) return;
   Unwrap(raw, arena, out);
   if (out->binary) return;
+  if (list_.next >= 0 && ContinueInterfaceList(arena, out)) return;
   // Unwrap already matched the "host:pid:tid" of a bare NCCL line.
   size_t header_len;
   if (ParseBareNcclHeader(out, bare_, rest, &header_len)) {
@@ -621,6 +677,8 @@ void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine
   }
   if (ParseGeneralNcclHeader(out, rest)) return;
   if (ParseTorchHeader(out)) return;
+  // A quoted NCCL line without its "host:pid:tid [dev] NCCL" prefix.
+  if (ParseHeaderlessNccl(out)) return;
   out->family = ClassifyHeaderless(out->text);
   out->message = out->text;
   if (out->family == Family::kTorch) {
