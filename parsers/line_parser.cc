@@ -164,12 +164,16 @@ bool ParseHostPidTid(std::string_view tok, ParsedLine* line) {
   return true;
 }
 
-bool ParseDevToken(std::string_view tok, int* dev) {
+// "[3]". A device number that does not fit (kMaxRanks) still makes the token a
+// "[dev]", with *dev -1 and *bad set: the header parses, the number is dropped.
+bool ParseDevToken(std::string_view tok, int* dev, bool* bad) {
   if (tok.size() < 3 || tok.front() != '[' || tok.back() != ']') return false;
   std::string_view d = tok.substr(1, tok.size() - 2);
   int64_t v;
-  if (!ConsumeInt(&d, &v) || !d.empty()) return false;
-  *dev = static_cast<int>(v);
+  const IntParse got = ConsumeIntBelow(&d, kMaxRanks, &v);
+  if (got == IntParse::kNone || !d.empty()) return false;
+  *dev = got == IntParse::kOk ? static_cast<int>(v) : -1;
+  *bad = got == IntParse::kOutOfRange;
   return true;
 }
 
@@ -231,8 +235,10 @@ size_t HeaderStart(std::string_view s, size_t kw, ParsedLine* line) {
     }
   }
   int dev;
-  if (ParseDevToken(tok, &dev)) {
+  bool bad_dev;
+  if (ParseDevToken(tok, &dev, &bad_dev)) {
     line->dev = dev;
+    if (bad_dev) line->bad_number = true;
     if (start == 0) return 0;  // "[3] NCCL INFO …": prefix cut down
     end = start - 1;
     start = TokenStart(s, end);
@@ -282,7 +288,8 @@ bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_vi
     size_t d = ++i;
     int64_t v = 0;
     while (i < n && IsDigit(s[i]) && i - d < 9) v = v * 10 + (s[i++] - '0');
-    if (i == d || i + 1 >= n || s[i] != ']' || s[i + 1] != ' ') return false;
+    // A device number that does not fit takes the general path, which flags it.
+    if (i == d || i + 1 >= n || s[i] != ']' || s[i + 1] != ' ' || v >= kMaxRanks) return false;
     dev = static_cast<int>(v);
     i += 2;
   }
@@ -384,7 +391,9 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
       }
       size_t dev_start = TokenStart(s, k + 1);
       int dev;
-      if (!ParseDevToken(s.substr(dev_start, k + 1 - dev_start), &dev) || dev_start == 0) continue;
+      bool bad_dev;
+      if (!ParseDevToken(s.substr(dev_start, k + 1 - dev_start), &dev, &bad_dev) || dev_start == 0) continue;
+      if (bad_dev) tmp.bad_number = true;
       size_t hs = TokenStart(s, dev_start - 1);
       if (!ParseHostPidTid(s.substr(hs, dev_start - 1 - hs), &tmp)) continue;
       tmp.dev = dev;
@@ -423,8 +432,10 @@ double ConsumeGlogTime(std::string_view* s) {
   for (size_t k = 0; k < i; ++k) mmdd = mmdd * 10 + (u[k] - '0');
   u.remove_prefix(i + 1);
   int64_t hh, mm, ss;
-  if (!ConsumeInt(&u, &hh) || !ConsumePrefix(&u, ":") || !ConsumeInt(&u, &mm) || !ConsumePrefix(&u, ":") ||
-      !ConsumeInt(&u, &ss)) {
+  // Each field below 100 before the casts below: "4294967306:15:32" is no hour 10.
+  if (ConsumeIntBelow(&u, 100, &hh) != IntParse::kOk || !ConsumePrefix(&u, ":") ||
+      ConsumeIntBelow(&u, 100, &mm) != IntParse::kOk || !ConsumePrefix(&u, ":") ||
+      ConsumeIntBelow(&u, 100, &ss) != IntParse::kOk) {
     return -1;
   }
   double frac = 0;
@@ -452,7 +463,12 @@ void ParsePgPrefix(std::string_view msg, ParsedLine* line) {
   if (r == std::string_view::npos) return;
   std::string_view num = inner.substr(r + 5);
   int64_t v;
-  if (!ConsumeInt(&num, &v) || !num.empty()) return;
+  const IntParse got = ConsumeIntBelow(&num, kMaxRanks, &v);
+  if (got == IntParse::kNone || !num.empty()) return;
+  if (got == IntParse::kOutOfRange) {  // "[Rank 4294967297]": no rank, not rank 1
+    line->bad_number = true;
+    return;
+  }
   if (StartsWith(inner, "PG ")) {
     std::string_view id = inner.substr(3);
     ConsumePrefix(&id, "ID ");

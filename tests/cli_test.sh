@@ -31,7 +31,7 @@ PLAN=(
   disable_list_unknown_rule rule_comparison_with_non_number readme_site_rule_fires_below_18
   readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
-  rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document
+  rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
   corpus_case_passes broken_rule_fails_with_diff
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
@@ -381,6 +381,17 @@ check rule_files_yml_and_every_document 1 "$NS" --rules "$T/ymlrules" --format j
 expect json_eq 'sorted(f["rule"] for f in d["findings"] if f["rule"].startswith("SITE-"))' "['SITE-DOC-TWO', 'SITE-YML']"
 also_run 0 "$NS" rules --list --rules "$T/ymlrules"
 expect out_has '^SITE-DOC-ONE '
+end
+
+# --- numbers in log lines that do not fit are dropped, never wrapped: "[rank4294967297]:" is no rank 1,
+# and the other lines are scanned as usual.
+printf '%s\n' \
+  '[rank4294967297]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0 Rank 4294967297] Process group watchdog thread terminated with exception: NCCL error' \
+  '[rank1]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for 1001 milliseconds before timing out.' \
+  >"$T/bigrank.log"
+check rank_that_does_not_fit_is_not_wrapped 1 "$NS" --format json "$T/bigrank.log"
+expect json_eq '[(f["rule"], f["ranks"]) for f in d["findings"]]' "[('TORCH-WATCHDOG-TIMEOUT', '1'), ('TORCH-ASYNC-NCCL-ERROR', '')]"
+expect json_eq 'd["input"]["ranks"]' "{'count': 1, 'list': '1'}"
 end
 
 # --- ncclscan test: a deliberately broken rule fails the corpus with a readable diff
