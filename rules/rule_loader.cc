@@ -209,6 +209,10 @@ bool RuleLoader::AddDirectory(const std::string& dir) {
   std::vector<std::string> files;
   if (S_ISREG(st.st_mode)) {
     files.push_back(dir);
+  } else if (!S_ISDIR(st.st_mode)) {  // --rules /dev/zero, a FIFO: neither a file to read nor a directory
+    impl_->Error(SourcePos{dir, 0, 0}, "E-FILE-TYPE",
+                 std::string("rule file is ") + FileTypeName(st.st_mode) + ", not a regular file");
+    return false;
   } else {
     DIR* d = opendir(dir.c_str());
     if (!d) {

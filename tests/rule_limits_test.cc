@@ -126,6 +126,10 @@ TEST(RuleLimits, OnlyRegularFilesAreRead) {
             dir.path() + "/a_fifo.yaml: error: rule file is a FIFO, not a regular file [E-FILE-TYPE]\n" + dir.path() +
                 "/b_zero.yaml: error: rule file is a character device, not a regular file [E-FILE-TYPE]\n" +
                 dir.path() + "/c_dir.yaml: error: rule file is a directory, not a regular file [E-FILE-TYPE]\n");
+  // Named directly (--rules PATH) as well.
+  EXPECT_EQ(LoadDir(dir.path() + "/a_fifo.yaml"),
+            dir.path() + "/a_fifo.yaml: error: rule file is a FIFO, not a regular file [E-FILE-TYPE]\n");
+  EXPECT_EQ(LoadDir("/dev/zero"), "/dev/zero: error: rule file is a character device, not a regular file [E-FILE-TYPE]\n");
 }
 
 // Regression: "a.yml" (five characters) was skipped, and so was every document
