@@ -38,7 +38,10 @@ bool ParseChannelConnection(std::string_view m, ChannelConnection* c);
 //   "WARN NET/IB : Got completion from peer …"
 //   "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA" (a channel connection)
 // On success sets family (nccl), level and message, and, for a connection when
-// no wrapper named a rank, the rank that printed it as line->rank_hint.
+// no wrapper named a rank, the rank that printed it as line->rank_hint. That is
+// a rank of the line's communicator, the global rank only in the world
+// communicator; a pasted fragment has nothing better (lines with a header or a
+// "[rankN]:" prefix are placed by those instead).
 bool ParseHeaderlessNccl(ParsedLine* line);
 
 // "Using" interface lists: NCCL prints "NET/Socket : Using [0]eth0:10.1.2.3<0> [1]…",
