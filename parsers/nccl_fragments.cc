@@ -8,15 +8,19 @@ namespace {
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsWordChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_'; }
+bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // A rank, "%d" of NCCL's format: digits only, below kMaxRanks.
 enum class Num { kNone, kOk, kTooBig };
 Num ConsumeRank(std::string_view* s, int* out) {
   int64_t v;
   switch (ConsumeIntBelow(s, kMaxRanks, &v)) {
-    case IntParse::kNone: return Num::kNone;
-    case IntParse::kOutOfRange: return Num::kTooBig;
-    case IntParse::kOk: break;
+    case IntParse::kNone:
+      return Num::kNone;
+    case IntParse::kOutOfRange:
+      return Num::kTooBig;
+    case IntParse::kOk:
+      break;
   }
   *out = static_cast<int>(v);
   return Num::kOk;
@@ -26,7 +30,7 @@ Num ConsumeRank(std::string_view* s, int* out) {
 bool ConsumeDevSuffix(std::string_view* s) {
   if (s->empty() || (*s)[0] != '[') return true;  // optional (2.4-era rings)
   size_t i = 1;
-  while (i < s->size() && (IsDigit((*s)[i]) || ((*s)[i] >= 'a' && (*s)[i] <= 'f') || ((*s)[i] >= 'A' && (*s)[i] <= 'F'))) ++i;
+  while (i < s->size() && IsHexDigit((*s)[i])) ++i;
   if (i == 1 || i >= s->size() || (*s)[i] != ']') return false;
   s->remove_prefix(i + 1);
   return true;
@@ -71,8 +75,8 @@ bool OpensLikeNcclMessage(std::string_view m) {
     while (i < u.size() && (IsWordChar(u[i]) && !(u[i] >= 'a' && u[i] <= 'z'))) ++i;
     return i > 0 && StartsWith(u.substr(i), " set ");
   }
-  static const std::string_view kOpenings[] = {"Using network ", "cudaDriverVersion ", "Connected all rings",
-                                               "Connected all trees", "comm 0x", "Trees ["};
+  static const std::string_view kOpenings[] = {
+      "Using network ", "cudaDriverVersion ", "Connected all rings", "Connected all trees", "comm 0x", "Trees ["};
   for (std::string_view o : kOpenings) {
     if (StartsWith(m, o)) return true;
   }

@@ -125,8 +125,7 @@ class Measure : public YAML::EventHandler {
 
 }  // namespace
 
-bool WithinYamlLimits(const std::string& name, const std::string& text, const YamlLimits& limits,
-                      YamlLimitError* err) {
+bool WithinYamlLimits(const std::string& name, const std::string& text, const YamlLimits& limits, YamlLimitError* err) {
   if (text.size() > limits.max_bytes) {
     err->pos = SourcePos{name, 0, 0};
     err->code = "E-FILE-TOO-BIG";

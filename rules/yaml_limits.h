@@ -36,8 +36,7 @@ struct YamlLimitError {
 // Checks every document of `text` (named `name` in positions) against `limits`.
 // Returns false and fills *err on the first limit crossed. YAML syntax errors
 // are not reported here (true is returned): the parse that follows reports them.
-bool WithinYamlLimits(const std::string& name, const std::string& text, const YamlLimits& limits,
-                      YamlLimitError* err);
+bool WithinYamlLimits(const std::string& name, const std::string& text, const YamlLimits& limits, YamlLimitError* err);
 
 }  // namespace ncclscan
 

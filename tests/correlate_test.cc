@@ -34,12 +34,14 @@ std::vector<std::string> FindingsOf(const std::string& rule, const std::string& 
 // Regression (corpus real-h1-nccl-897): pasted channel fragments name their
 // ranks but no host; the rank without GPUDirect RDMA is still named.
 TEST(Consensus, OverHostsFallsBackToRanksWhenNoHostIsKnown) {
-  EXPECT_EQ(FindingsOf("GDR-MISSING-HOST", "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
-                                           "9[1a000] -> 2[6b000] [receive] via NET/IB/1\n"),
+  EXPECT_EQ(FindingsOf("GDR-MISSING-HOST",
+                       "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+                       "9[1a000] -> 2[6b000] [receive] via NET/IB/1\n"),
             std::vector<std::string>{"2|"});
   // All agree: nothing to report.
-  EXPECT_EQ(FindingsOf("GDR-MISSING-HOST", "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
-                                           "9[1a000] -> 2[6b000] [receive] via NET/IB/1/GDRDMA\n"),
+  EXPECT_EQ(FindingsOf("GDR-MISSING-HOST",
+                       "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+                       "9[1a000] -> 2[6b000] [receive] via NET/IB/1/GDRDMA\n"),
             std::vector<std::string>{});
 }
 

@@ -108,12 +108,10 @@ TEST(InterfaceList, RewrappedItemsContinueTheListSoFar) {
                                           "[1]br-05ab815fa14e:172.19.0.1<0>",
                                           "[2]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0> "};
   std::vector<std::string> got = Messages(lines, &parsed, &arena);
-  std::vector<std::string> want = {
-      "nccl|NET/Socket : Using",
-      "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0>",
-      "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>",
-      "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0> "
-      "[2]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>"};
+  std::vector<std::string> want = {"nccl|NET/Socket : Using", "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0>",
+                                   "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>",
+                                   "nccl|NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0> "
+                                   "[2]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>"};
   EXPECT_EQ(got, want);
   ASSERT_EQ(parsed.size(), 4u);
   EXPECT_EQ(static_cast<int>(parsed[3].level), static_cast<int>(NcclLevel::kInfo));
@@ -147,8 +145,9 @@ TEST(InterfaceList, NearMissesAreNotJoined) {
             (std::vector<std::string>{"nccl|NET/Socket : Using [0]eth0:10.0.0.1<0>", "other|step 1",
                                       "other|[1]eth1:10.0.0.2<0>"}));
   // Not a list: "Using 2 threads".
-  EXPECT_EQ(Messages({"n1:7:7 [0] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread", "[0]eth0:1<0>"}),
-            (std::vector<std::string>{"nccl|NET/Socket: Using 2 threads and 8 sockets per thread", "other|[0]eth0:1<0>"}));
+  EXPECT_EQ(
+      Messages({"n1:7:7 [0] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread", "[0]eth0:1<0>"}),
+      (std::vector<std::string>{"nccl|NET/Socket: Using 2 threads and 8 sockets per thread", "other|[0]eth0:1<0>"}));
   // Text after the items.
   EXPECT_EQ(Messages({"INFO NET/Socket : Using", "[0]eth0:10.0.0.1<0> is the fastest"}),
             (std::vector<std::string>{"nccl|NET/Socket : Using", "other|[0]eth0:10.0.0.1<0> is the fastest"}));

@@ -53,8 +53,8 @@ Parsed ParseOne(const std::string& raw) {
   ParsedLine pl;
   std::string_view rest;
   parser.Parse(raw, &arena, &pl, &rest);
-  return Parsed{std::string(pl.text), pl.rank_hint, pl.local_rank_hint, pl.pg_rank, pl.dev, pl.bad_number,
-                pl.time >= 0};
+  return Parsed{std::string(pl.text), pl.rank_hint, pl.local_rank_hint, pl.pg_rank, pl.dev,
+                pl.bad_number,        pl.time >= 0};
 }
 
 TEST(Numbers, RankPrefixThatDoesNotFitIsStrippedAndFlagged) {

@@ -1,14 +1,13 @@
 // Rule files are input: the limits on what one may make the loader read and
 // build (rules/yaml_limits.h, RuleLoader::AddDirectory), each an error with its
 // position and code, and the files and documents that used to be skipped.
-#include "rules/yaml_limits.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "rules/rule_loader.h"
+#include "rules/yaml_limits.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {
@@ -40,22 +39,28 @@ std::string LoadText(const std::string& text) {
 
 std::string OneRule(const std::string& id, const std::string& word) {
   return "rules:\n"
-         "  - id: " + id + "\n"
+         "  - id: " +
+         id +
+         "\n"
          "    title: t\n"
          "    category: transport\n"
          "    family: nccl\n"
-         "    pattern: 'Using network (?P<net>" + word + ")'\n"
+         "    pattern: 'Using network (?P<net>" +
+         word +
+         ")'\n"
          "    finding: {explanation: x}\n"
          "    examples:\n"
-         "      match: [\"n1:1:1 [0] NCCL INFO Using network " + word + "\"]\n"
+         "      match: [\"n1:1:1 [0] NCCL INFO Using network " +
+         word +
+         "\"]\n"
          "      no_match: [\"n1:1:1 [0] NCCL INFO Using network Other\"]\n";
 }
 
 TEST(RuleLimits, AliasBombIsStoppedAtTheAliasThatCrossesTheLimit) {
   // A 1 MiB value used 20 times: the value itself, its 15 first uses and the
   // keys pass 16 MiB at the 15th use (line 6 holds the first).
-  std::string text = "rules:\n  - id: A\n    title: &a \"" + std::string(1 << 20, 'x') +
-                     "\"\n    examples:\n      match:\n";
+  std::string text =
+      "rules:\n  - id: A\n    title: &a \"" + std::string(1 << 20, 'x') + "\"\n    examples:\n      match:\n";
   for (int i = 0; i < 20; ++i) text += "        - *a\n";
   EXPECT_EQ(LoadText(text),
             "t.yaml:20:11: error: the rule file expands to more than 16 MiB of text [E-YAML-TOO-LARGE]\n"
@@ -84,9 +89,11 @@ TEST(RuleLimits, NestingDepth) {
   EXPECT_TRUE(WithinYamlLimits("t.yaml", "rules: " + std::string(63, '[') + std::string(63, ']'), YamlLimits(), &err));
   EXPECT_EQ(LoadText("rules: " + std::string(64, '[') + std::string(64, ']') + "\n"),
             "t.yaml:1:71: error: YAML nested deeper than 64 levels [E-YAML-TOO-DEEP]\n"
-            "    rules: " + std::string(64, '[') + std::string(64, ']') + "\n"
-            "                                                                          ^\n"
-            "help: rule files nest a few levels (rules: - finding: ...); this looks generated or hostile\n");
+            "    rules: " +
+                std::string(64, '[') + std::string(64, ']') +
+                "\n"
+                "                                                                          ^\n"
+                "help: rule files nest a few levels (rules: - finding: ...); this looks generated or hostile\n");
 }
 
 TEST(RuleLimits, FileSize) {
@@ -118,8 +125,8 @@ TEST(RuleLimits, BuiltInFilesAreFarBelowEachLimit) {
 
 TEST(RuleLimits, OnlyRegularFilesAreRead) {
   TempDir dir;
-  std::string cmd = "mkfifo '" + dir.path() + "/a_fifo.yaml' && ln -s /dev/zero '" + dir.path() + "/b_zero.yaml' && mkdir '" +
-                    dir.path() + "/c_dir.yaml'";
+  std::string cmd = "mkfifo '" + dir.path() + "/a_fifo.yaml' && ln -s /dev/zero '" + dir.path() +
+                    "/b_zero.yaml' && mkdir '" + dir.path() + "/c_dir.yaml'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   // Returns at once (the FIFO has no writer; reading it would block forever).
   EXPECT_EQ(LoadDir(dir.path()),
@@ -129,7 +136,8 @@ TEST(RuleLimits, OnlyRegularFilesAreRead) {
   // Named directly (--rules PATH) as well.
   EXPECT_EQ(LoadDir(dir.path() + "/a_fifo.yaml"),
             dir.path() + "/a_fifo.yaml: error: rule file is a FIFO, not a regular file [E-FILE-TYPE]\n");
-  EXPECT_EQ(LoadDir("/dev/zero"), "/dev/zero: error: rule file is a character device, not a regular file [E-FILE-TYPE]\n");
+  EXPECT_EQ(LoadDir("/dev/zero"),
+            "/dev/zero: error: rule file is a character device, not a regular file [E-FILE-TYPE]\n");
 }
 
 // Regression: "a.yml" (five characters) was skipped, and so was every document
@@ -156,8 +164,11 @@ TEST(RenderDiagnostic, LongSourceLinesAreShownAroundTheColumn) {
   Diagnostic d{SourcePos{"f.yaml", 1, 301}, "E-X", "here", ""};
   EXPECT_EQ(RenderDiagnostic(d, {{"f.yaml", line + "\n"}}),
             "f.yaml:1:301: error: here [E-X]\n"
-            "    ..." + std::string(80, 'a') + "X" + std::string(79, 'b') + "...\n"
-            "       " + std::string(80, ' ') + "^\n");
+            "    ..." +
+                std::string(80, 'a') + "X" + std::string(79, 'b') +
+                "...\n"
+                "       " +
+                std::string(80, ' ') + "^\n");
 }
 
 }  // namespace
