@@ -198,13 +198,23 @@ void Consensus(Ctx& x) {
     std::map<std::string, std::vector<int>> host_subjects;
     if (x.c.spec.over == "host") {
       std::vector<int> unplaced;  // unprefixed lines of a stream several processes share
+      std::vector<int> unhosted_ranks;
       for (const auto& sv : val) {
         const Subject& sub = x.state.subjects()[sv.first];
         if (!sub.host.empty()) {
           host_subjects[sub.host].push_back(sv.first);
         } else if (sub.rank < 0 && sub.pid < 0) {
           unplaced.push_back(sv.first);
+        } else if (sub.rank >= 0) {
+          unhosted_ranks.push_back(sv.first);
         }
+      }
+      // No reporter names its host (pasted fragments, "[rankN]:" lines only): each
+      // rank stands for a host of its own, the best grouping the input allows, so
+      // that the rank that differs is still named. Where any host is known the
+      // hosts alone vote, as before.
+      if (host_subjects.empty()) {
+        for (int s : unhosted_ranks) host_subjects["\x01subject " + std::to_string(s)].push_back(s);
       }
       for (const auto& hs : host_subjects) {
         std::map<std::string, std::vector<int>> hv;
@@ -227,7 +237,10 @@ void Consensus(Ctx& x) {
     auto weight = [&](const std::vector<int>& members) {
       if (x.c.spec.over != "host") return members.size();
       std::set<std::string> hs;
-      for (int s : members) hs.insert(x.state.subjects()[s].host);
+      for (int s : members) {
+        const std::string& h = x.state.subjects()[s].host;
+        hs.insert(h.empty() ? "\x01subject " + std::to_string(s) : h);  // see unhosted_ranks
+      }
       return hs.size();
     };
     std::string majority;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "parsers/nccl_fragments.h"
 #include "parsers/text_util.h"
 #include "parsers/wrappers.h"
 
@@ -163,12 +164,16 @@ bool ParseHostPidTid(std::string_view tok, ParsedLine* line) {
   return true;
 }
 
-bool ParseDevToken(std::string_view tok, int* dev) {
+// "[3]". A device number that does not fit (kMaxRanks) still makes the token a
+// "[dev]", with *dev -1 and *bad set: the header parses, the number is dropped.
+bool ParseDevToken(std::string_view tok, int* dev, bool* bad) {
   if (tok.size() < 3 || tok.front() != '[' || tok.back() != ']') return false;
   std::string_view d = tok.substr(1, tok.size() - 2);
   int64_t v;
-  if (!ConsumeInt(&d, &v) || !d.empty()) return false;
-  *dev = static_cast<int>(v);
+  const IntParse got = ConsumeIntBelow(&d, kMaxRanks, &v);
+  if (got == IntParse::kNone || !d.empty()) return false;
+  *dev = got == IntParse::kOk ? static_cast<int>(v) : -1;
+  *bad = got == IntParse::kOutOfRange;
   return true;
 }
 
@@ -230,8 +235,10 @@ size_t HeaderStart(std::string_view s, size_t kw, ParsedLine* line) {
     }
   }
   int dev;
-  if (ParseDevToken(tok, &dev)) {
+  bool bad_dev;
+  if (ParseDevToken(tok, &dev, &bad_dev)) {
     line->dev = dev;
+    if (bad_dev) line->bad_number = true;
     if (start == 0) return 0;  // "[3] NCCL INFO …": prefix cut down
     end = start - 1;
     start = TokenStart(s, end);
@@ -281,7 +288,8 @@ bool ParseBareNcclHeader(ParsedLine* line, const NcclProcess& np, std::string_vi
     size_t d = ++i;
     int64_t v = 0;
     while (i < n && IsDigit(s[i]) && i - d < 9) v = v * 10 + (s[i++] - '0');
-    if (i == d || i + 1 >= n || s[i] != ']' || s[i + 1] != ' ') return false;
+    // A device number that does not fit takes the general path, which flags it.
+    if (i == d || i + 1 >= n || s[i] != ']' || s[i + 1] != ' ' || v >= kMaxRanks) return false;
     dev = static_cast<int>(v);
     i += 2;
   }
@@ -383,7 +391,9 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
       }
       size_t dev_start = TokenStart(s, k + 1);
       int dev;
-      if (!ParseDevToken(s.substr(dev_start, k + 1 - dev_start), &dev) || dev_start == 0) continue;
+      bool bad_dev;
+      if (!ParseDevToken(s.substr(dev_start, k + 1 - dev_start), &dev, &bad_dev) || dev_start == 0) continue;
+      if (bad_dev) tmp.bad_number = true;
       size_t hs = TokenStart(s, dev_start - 1);
       if (!ParseHostPidTid(s.substr(hs, dev_start - 1 - hs), &tmp)) continue;
       tmp.dev = dev;
@@ -422,8 +432,10 @@ double ConsumeGlogTime(std::string_view* s) {
   for (size_t k = 0; k < i; ++k) mmdd = mmdd * 10 + (u[k] - '0');
   u.remove_prefix(i + 1);
   int64_t hh, mm, ss;
-  if (!ConsumeInt(&u, &hh) || !ConsumePrefix(&u, ":") || !ConsumeInt(&u, &mm) || !ConsumePrefix(&u, ":") ||
-      !ConsumeInt(&u, &ss)) {
+  // Each field below 100 before the casts below: "4294967306:15:32" is no hour 10.
+  if (ConsumeIntBelow(&u, 100, &hh) != IntParse::kOk || !ConsumePrefix(&u, ":") ||
+      ConsumeIntBelow(&u, 100, &mm) != IntParse::kOk || !ConsumePrefix(&u, ":") ||
+      ConsumeIntBelow(&u, 100, &ss) != IntParse::kOk) {
     return -1;
   }
   double frac = 0;
@@ -451,7 +463,12 @@ void ParsePgPrefix(std::string_view msg, ParsedLine* line) {
   if (r == std::string_view::npos) return;
   std::string_view num = inner.substr(r + 5);
   int64_t v;
-  if (!ConsumeInt(&num, &v) || !num.empty()) return;
+  const IntParse got = ConsumeIntBelow(&num, kMaxRanks, &v);
+  if (got == IntParse::kNone || !num.empty()) return;
+  if (got == IntParse::kOutOfRange) {  // "[Rank 4294967297]": no rank, not rank 1
+    line->bad_number = true;
+    return;
+  }
   if (StartsWith(inner, "PG ")) {
     std::string_view id = inner.substr(3);
     ConsumePrefix(&id, "ID ");
@@ -593,8 +610,62 @@ void LineParser::Parse(std::string_view raw, Arena* arena, ParsedLine* out, std:
 }
 
 void LineParser::ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
+  list_.continued = false;
   ParseFreshPieces(raw, arena, out, rest);
   if (!rest->empty()) CutGluedText(out, *rest);
+  if (!list_.continued) NoteInterfaceList(*out);
+}
+
+void LineParser::NoteInterfaceList(const ParsedLine& line) {
+  list_.next = -1;
+  if (line.family != Family::kNccl) return;
+  const int next = OpenInterfaceList(line.message);
+  if (next < 0 || next > kMaxListItems || line.text.size() > kMaxListText) return;
+  list_.next = next;
+  list_.text.assign(line.text.data(), line.text.size());
+  const char* t = line.text.data();
+  const char* m = line.message.data();
+  if (m >= t && m + line.message.size() <= t + line.text.size()) {
+    list_.message_at = static_cast<size_t>(m - t);
+  } else {  // the message was rebuilt elsewhere (docker JSON escapes)
+    list_.text.assign(line.message.data(), line.message.size());
+    list_.message_at = 0;
+  }
+  list_.host.assign(line.host.data(), line.host.size());
+  list_.host_hint.assign(line.host_hint.data(), line.host_hint.size());
+  list_.src_file.assign(line.src_file.data(), line.src_file.size());
+  // The views point into this line's chunk, which may be gone by the next line.
+  list_.line = line;
+  list_.line.text = list_.line.message = list_.line.host = list_.line.host_hint = {};
+  list_.line.src_file = list_.line.src_loc = list_.line.pg_id = {};
+}
+
+bool LineParser::ContinueInterfaceList(Arena* arena, ParsedLine* out) {
+  const ParsedLine& open = list_.line;
+  // Interleaved output of several processes: the continuation must carry the
+  // same wrapper hints as the line it continues.
+  if (out->rank_hint != open.rank_hint || out->local_rank_hint != open.local_rank_hint ||
+      out->host_hint != list_.host_hint || out->src_file != list_.src_file) {
+    return false;
+  }
+  int following;
+  if (!ContinuesInterfaceList(out->text, list_.next, &following)) return false;
+  const std::string_view items = TrimSpace(out->text);
+  if (list_.text.size() + 1 + items.size() > kMaxListText || following > kMaxListItems) return false;
+  list_.text.append(" ").append(items.data(), items.size());
+  // The header fields of the line continued; the wrapper fields are this line's (equal, above).
+  out->family = Family::kNccl;
+  out->level = open.level;
+  out->pid = open.pid;
+  out->tid = open.tid;
+  out->dev = open.dev;
+  out->text = arena->Store(list_.text);
+  out->message = out->text.substr(list_.message_at);
+  out->host = arena->Store(list_.host);
+  if (out->time < 0) out->time = open.time;
+  list_.next = following;  // -1: "; OOB …" ended it
+  list_.continued = true;
+  return true;
 }
 
 void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
@@ -602,6 +673,7 @@ void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine
   if (ParseRepeatedHeader(raw, out, rest)) return;
   Unwrap(raw, arena, out);
   if (out->binary) return;
+  if (list_.next >= 0 && ContinueInterfaceList(arena, out)) return;
   // Unwrap already matched the "host:pid:tid" of a bare NCCL line.
   size_t header_len;
   if (ParseBareNcclHeader(out, bare_, rest, &header_len)) {
@@ -621,6 +693,8 @@ void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine
   }
   if (ParseGeneralNcclHeader(out, rest)) return;
   if (ParseTorchHeader(out)) return;
+  // A quoted NCCL line without its "host:pid:tid [dev] NCCL" prefix.
+  if (ParseHeaderlessNccl(out)) return;
   out->family = ClassifyHeaderless(out->text);
   out->message = out->text;
   if (out->family == Family::kTorch) {

@@ -68,6 +68,11 @@ class LineParser {
     }
   }
 
+  // Bounds of an interface list joined from re-wrapped lines (see list_): NCCL
+  // lists at most 32 devices, and its own line buffer is smaller than the text bound.
+  static constexpr int kMaxListItems = 32;
+  static constexpr size_t kMaxListText = 2048;
+
   // Stage 1 alone: strips outer wrappers, filling text and the hint fields.
   void Unwrap(std::string_view raw, Arena* arena, ParsedLine* out);
 
@@ -78,6 +83,9 @@ class LineParser {
   void ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
   void ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest);
   bool ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std::string_view* rest);
+  // Interface lists re-wrapped one item per line (see nccl_fragments.h).
+  void NoteInterfaceList(const ParsedLine& line);
+  bool ContinueInterfaceList(Arena* arena, ParsedLine* out);
 
   struct Json;
   std::unique_ptr<Json> json_;
@@ -92,6 +100,19 @@ class LineParser {
     int dev = -1;
     NcclLevel level = NcclLevel::kNone;
   } repeat_;
+  // The last line when it ended inside a "Using [0]… [1]…" interface list: a
+  // next line of only the following items is that line continued, and parses
+  // as the list joined so far (each continuation re-matches the whole list, so
+  // a fact taken from it ends up with every item). Bounded by kMaxListItems and
+  // kMaxListText: each continuation stores the list so far.
+  struct OpenList {
+    int next = -1;  // index of the next item; -1: no list open
+    std::string text;  // the joined line so far
+    size_t message_at = 0;
+    std::string host, host_hint, src_file;  // the views of `line`, kept
+    ParsedLine line;  // header and wrapper fields; its views are cleared
+    bool continued = false;  // the current line was a continuation
+  } list_;
 };
 
 // Stage 2 pieces, exposed for tests. Both look at line->text and fill the

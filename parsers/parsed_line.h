@@ -15,6 +15,12 @@ enum class Family : uint8_t { kNccl = 0, kTorch = 1, kElastic = 2, kOther = 3 };
 inline constexpr int kNumFamilies = 4;
 const char* FamilyName(Family f);
 
+// Ranks, local ranks and devices read from log text are below this: far above
+// any job, and small enough that a parsed value always fits an int. A number
+// at or above it is not a rank but a mangled line (it is never cast down:
+// rank 4294967297 would wrap to rank 1).
+inline constexpr int64_t kMaxRanks = int64_t{1} << 24;
+
 enum class NcclLevel : uint8_t { kNone, kInfo, kWarn, kTrace, kCall, kAbort, kVersion };
 
 struct ParsedLine {
@@ -52,6 +58,9 @@ struct ParsedLine {
 
   bool binary = false;  // mostly control bytes: counted, not matched
   bool had_nul = false; // NUL bytes were dropped from the line
+  // A rank, local rank or device number on the line did not fit (kMaxRanks):
+  // it was dropped, not wrapped, and the line counts as malformed.
+  bool bad_number = false;
 };
 
 }  // namespace ncclscan

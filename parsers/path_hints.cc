@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "parsers/parsed_line.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -45,7 +46,7 @@ PathHints ParsePathHints(std::string_view path) {
     std::string_view rest = base.substr(i + 4);
     if (!rest.empty() && (rest[0] == '_' || rest[0] == '-' || rest[0] == '.')) rest.remove_prefix(1);
     int64_t v;
-    if (ConsumeInt(&rest, &v) && (rest.empty() || !IsDigit(rest[0])) && v < (1 << 24)) {
+    if (ConsumeInt(&rest, &v) && (rest.empty() || !IsDigit(rest[0])) && v < kMaxRanks) {
       h.rank = static_cast<int>(v);
       break;
     }
@@ -60,9 +61,9 @@ PathHints ParsePathHints(std::string_view path) {
     if (i + 2 < parts.size() && AllDigits(parts[i + 1])) {
       std::string_view lr = parts[i + 1];
       int64_t v;
-      ConsumeInt(&lr, &v);
-      h.local_rank = static_cast<int>(v);
-      h.attempt = static_cast<int>(att);
+      // A number that does not fit is no local rank or attempt (not cast down).
+      if (ConsumeIntBelow(&lr, kMaxRanks, &v) == IntParse::kOk) h.local_rank = static_cast<int>(v);
+      if (att < kMaxRanks) h.attempt = static_cast<int>(att);
     }
   }
   // NCCL_DEBUG_FILE=…/nccl.%h.%p

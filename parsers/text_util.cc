@@ -26,6 +26,24 @@ bool ConsumeInt(std::string_view* s, int64_t* out) {
   return true;
 }
 
+IntParse ConsumeIntBelow(std::string_view* s, int64_t limit, int64_t* out) {
+  size_t i = 0;
+  int64_t v = 0;
+  bool too_big = false;
+  while (i < s->size() && IsDigit((*s)[i])) {
+    if (!too_big) {
+      v = v * 10 + ((*s)[i] - '0');
+      too_big = v >= limit;  // limit <= INT64_MAX / 10 keeps this from overflowing
+    }
+    ++i;
+  }
+  if (i == 0) return IntParse::kNone;
+  s->remove_prefix(i);
+  if (too_big) return IntParse::kOutOfRange;
+  *out = v;
+  return IntParse::kOk;
+}
+
 bool EqualBytes(const char* p, const char* q, size_t m) {
   auto load64 = [](const char* x) {
     uint64_t v;

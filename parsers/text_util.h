@@ -58,6 +58,12 @@ size_t TokenBegin(std::string_view s, size_t to);
 // Parses a run of decimal digits at the front of *s (consuming it). Returns false
 // if there is none or it overflows int64.
 bool ConsumeInt(std::string_view* s, int64_t* out);
+// Like ConsumeInt for a number that must stay below `limit` (a rank, a device,
+// a count stored in an int): a longer or larger run of digits is consumed too
+// and reported as kOutOfRange, so that callers reject the value instead of
+// casting it ("[rank4294967297]:" would otherwise become rank 1).
+enum class IntParse { kNone, kOk, kOutOfRange };
+IntParse ConsumeIntBelow(std::string_view* s, int64_t limit, int64_t* out);
 // Consumes `p` from the front of *s if present.
 bool ConsumePrefix(std::string_view* s, std::string_view p);
 std::string_view TrimSpace(std::string_view s);

@@ -328,7 +328,9 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
         std::string_view r = comma == std::string_view::npos ? inner : inner.substr(comma + 1);
         ConsumePrefix(&r, "mpirank:");
         int64_t v;
-        if (ConsumeInt(&r, &v) && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
+        const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+        if (got == IntParse::kOutOfRange) out->bad_number = true;  // dropped, never wrapped
+        if (got == IntParse::kOk && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
         size_t colon = after.find(':');
         s->remove_prefix(close + 1 + colon + 1);
         return true;
@@ -338,9 +340,16 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
         if (StartsWith(inner, "rank")) {
           std::string_view r = inner.substr(4);
           int64_t v;
-          if (ConsumeInt(&r, &v) && r.empty()) {
-            out->rank_hint = static_cast<int>(v);
-            out->rank_hint_is_label = false;
+          const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+          if (got != IntParse::kNone && r.empty()) {
+            // "[rank4294967297]:" is a rank prefix still, but its number is no
+            // rank: the line keeps no hint (a cast would make it rank 1).
+            if (got == IntParse::kOk) {
+              out->rank_hint = static_cast<int>(v);
+              out->rank_hint_is_label = false;
+            } else {
+              out->bad_number = true;
+            }
             s->remove_prefix(close + 2);
             if (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
             return true;
@@ -351,8 +360,10 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
         if (k > 0 && k < inner.size()) {
           std::string_view r = inner.substr(k);
           int64_t v;
-          if (ConsumeInt(&r, &v) && r.empty()) {
-            out->local_rank_hint = static_cast<int>(v);
+          const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+          if (got != IntParse::kNone && r.empty()) {
+            if (got == IntParse::kOk) out->local_rank_hint = static_cast<int>(v);
+            else out->bad_number = true;
             s->remove_prefix(close + 2);
             return true;
           }
@@ -416,8 +427,11 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
       u.remove_prefix(4);
       while (!u.empty() && u[0] == ' ') u.remove_prefix(1);
       int64_t day, hh, mm, ss;
-      if (ConsumeInt(&u, &day) && ConsumePrefix(&u, " ") && ConsumeInt(&u, &hh) && ConsumePrefix(&u, ":") &&
-          ConsumeInt(&u, &mm) && ConsumePrefix(&u, ":") && ConsumeInt(&u, &ss)) {
+      // Each field below 100 before the casts: "4294967306:15" must not read as hour 10.
+      if (ConsumeIntBelow(&u, 100, &day) == IntParse::kOk && ConsumePrefix(&u, " ") &&
+          ConsumeIntBelow(&u, 100, &hh) == IntParse::kOk && ConsumePrefix(&u, ":") &&
+          ConsumeIntBelow(&u, 100, &mm) == IntParse::kOk && ConsumePrefix(&u, ":") &&
+          ConsumeIntBelow(&u, 100, &ss) == IntParse::kOk) {
         double ts = SecondsOfYear(month, static_cast<int>(day), static_cast<int>(hh), static_cast<int>(mm),
                                   static_cast<double>(ss));
         if (ts >= 0) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <exception>
 #include <fstream>
 #include <set>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
@@ -106,7 +108,7 @@ void RuleLoader::AddEmbedded() {
   OnTwoThreads(docs.size(), [&](size_t k) {
     const size_t i = by_size[k];
     try {
-      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text);
+      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text, nullptr);
     } catch (const std::exception& e) {  // not a YAML error (out of memory): a load error
       docs[i].ok = false;
       docs[i].error_pos = SourcePos{kEmbeddedRuleFiles[i].name, 0, 0};
@@ -129,6 +131,75 @@ void RuleLoader::AddSource(const std::string& name, const std::string& text) {
   impl_->ReadFile(name, text);
 }
 
+namespace {
+
+// "x.yaml" and "x.yml" (YAML's two extensions); not a bare ".yaml".
+bool IsRuleFileName(const std::string& n) {
+  auto ends = [&](const char* ext) {
+    const size_t k = std::strlen(ext);
+    return n.size() > k && n.compare(n.size() - k, k, ext) == 0;
+  };
+  return ends(".yaml") || ends(".yml");
+}
+
+const char* FileTypeName(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// Reads a rule file of at most `max_bytes`. Only regular files: a FIFO would
+// block the start-up forever and /dev/zero never ends; O_NONBLOCK makes the
+// open of a FIFO without a writer return at once, so that fstat can tell.
+bool ReadRuleFile(const std::string& path, size_t max_bytes, std::string* text, std::string* code,
+                  std::string* error) {
+  *code = "E-IO";
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot read rule file: " + std::string(strerror(errno));
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = "cannot read rule file: " + std::string(strerror(errno));
+    close(fd);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *code = "E-FILE-TYPE";
+    *error = std::string("rule file is ") + FileTypeName(st.st_mode) + ", not a regular file";
+    close(fd);
+    return false;
+  }
+  text->clear();
+  char buf[65536];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = "cannot read rule file: " + std::string(strerror(errno));
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    // A file that grows while it is read stops at the limit too.
+    if (text->size() + static_cast<size_t>(n) > max_bytes) {
+      *code = "E-FILE-TOO-BIG";
+      *error = "rule file is larger than " + std::to_string(max_bytes >> 20) + " MiB";
+      close(fd);
+      return false;
+    }
+    text->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+}  // namespace
+
 bool RuleLoader::AddDirectory(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
@@ -138,6 +209,10 @@ bool RuleLoader::AddDirectory(const std::string& dir) {
   std::vector<std::string> files;
   if (S_ISREG(st.st_mode)) {
     files.push_back(dir);
+  } else if (!S_ISDIR(st.st_mode)) {  // --rules /dev/zero, a FIFO: neither a file to read nor a directory
+    impl_->Error(SourcePos{dir, 0, 0}, "E-FILE-TYPE",
+                 std::string("rule file is ") + FileTypeName(st.st_mode) + ", not a regular file");
+    return false;
   } else {
     DIR* d = opendir(dir.c_str());
     if (!d) {
@@ -146,22 +221,19 @@ bool RuleLoader::AddDirectory(const std::string& dir) {
     }
     while (dirent* e = readdir(d)) {
       std::string n = e->d_name;
-      if (n.size() > 5 && (n.compare(n.size() - 5, 5, ".yaml") == 0 || n.compare(n.size() - 4, 4, ".yml") == 0)) {
-        files.push_back(dir + "/" + n);
-      }
+      if (IsRuleFileName(n)) files.push_back(dir + "/" + n);
     }
     closedir(d);
     std::sort(files.begin(), files.end());
   }
+  const YamlLimits limits;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) {
-      impl_->Error(SourcePos{f, 0, 0}, "E-IO", "cannot read rule file: " + std::string(strerror(errno)));
+    std::string text, code, error;
+    if (!ReadRuleFile(f, limits.max_bytes, &text, &code, &error)) {
+      impl_->Error(SourcePos{f, 0, 0}, code, error);
       continue;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    AddSource(f, ss.str());
+    AddSource(f, text);
   }
   return true;
 }
@@ -837,10 +909,22 @@ std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, st
     }
     if (n == d.pos.line) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      out += "    " + line + "\n";
+      // A long line (a generated file, an alias bomb on one line) is shown as a
+      // window around the column, each cut end marked "...".
+      constexpr int kWindow = 160;
+      int from = 0;
+      std::string shown = line;
+      if (static_cast<int>(line.size()) > kWindow) {
+        from = std::max(0, std::min(d.pos.col - 1 - kWindow / 2, static_cast<int>(line.size()) - kWindow));
+        shown = (from > 0 ? "..." : "") + line.substr(from, kWindow) +
+                (from + kWindow < static_cast<int>(line.size()) ? "..." : "");
+      }
+      out += "    " + shown + "\n";
       if (d.pos.col > 0) {
-        std::string pad;
-        for (int i = 0; i < d.pos.col - 1 && i < static_cast<int>(line.size()); ++i) pad += line[i] == '\t' ? '\t' : ' ';
+        std::string pad = from > 0 ? "   " : "";
+        for (int i = from; i < d.pos.col - 1 && i < static_cast<int>(line.size()); ++i) {
+          pad += line[i] == '\t' ? '\t' : ' ';
+        }
         out += "    " + pad + "^\n";
       }
     }

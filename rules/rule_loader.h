@@ -48,7 +48,10 @@ class RuleLoader {
   void BeginLayer();
   // Adds one YAML document. `name` is used in diagnostics.
   void AddSource(const std::string& name, const std::string& text);
-  // Adds every *.yaml / *.yml file under dir (sorted). Returns false (with a
+  // Adds every *.yaml / *.yml file under dir (sorted), every YAML document of
+  // each. Only regular files are read (E-FILE-TYPE: a FIFO would block, a link
+  // to /dev/zero never ends), and each within YamlLimits (rules/yaml_limits.h:
+  // E-FILE-TOO-BIG, E-YAML-TOO-DEEP, E-YAML-TOO-LARGE). Returns false (with a
   // diagnostic) if the directory cannot be read.
   bool AddDirectory(const std::string& dir);
   // Turns off the rule or correlation `id` (--disable); Build reports an id

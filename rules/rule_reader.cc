@@ -494,28 +494,49 @@ void RuleReader::ReadFact(const YAML::Node& n) {
   facts.push_back(FactEntry{std::move(f), layer});
 }
 
-RuleReader::Parsed RuleReader::Parse(const std::string& name, const std::string& text) {
+RuleReader::Parsed RuleReader::Parse(const std::string& name, const std::string& text, const YamlLimits* limits) {
   Parsed doc;
+  if (limits) {
+    YamlLimitError err;
+    if (!WithinYamlLimits(name, text, *limits, &err)) {
+      doc.error_pos = err.pos;
+      doc.error_code = err.code;
+      doc.error = err.message;
+      doc.help = err.help;
+      return doc;
+    }
+  }
   try {
-    doc.root = YAML::Load(text);
+    doc.docs = YAML::LoadAll(text);
     doc.ok = true;
   } catch (const YAML::Exception& e) {
     doc.error_pos = SourcePos{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
     doc.error = "not valid YAML: " + e.msg;
+  } catch (const std::exception& e) {  // not a YAML error (out of memory): a load error
+    doc.error_pos = SourcePos{name, 0, 0};
+    doc.error = std::string("cannot parse: ") + e.what();
   }
   return doc;
 }
 
-void RuleReader::ReadFile(const std::string& name, const std::string& text) { Read(name, Parse(name, text)); }
+void RuleReader::ReadFile(const std::string& name, const std::string& text, const YamlLimits& limits) {
+  Read(name, Parse(name, text, &limits));
+}
 
 void RuleReader::Read(const std::string& name, const Parsed& doc) {
   file = name;
   if (!doc.ok) {
-    Error(doc.error_pos, "E-YAML", doc.error);
+    Error(doc.error_pos, doc.error_code, doc.error, doc.help);
     return;
   }
-  const YAML::Node& root = doc.root;
-  if (root.IsNull()) return;  // empty file
+  // Every document is read: a file that a tool or a person split with "---"
+  // must not lose its later rules silently.
+  for (const YAML::Node& root : doc.docs) ReadDocument(root);
+}
+
+void RuleReader::ReadDocument(const YAML::Node& root) {
+  const std::string& name = file;
+  if (root.IsNull()) return;  // empty file or document
   if (!root.IsMap()) {
     Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations, disable");
     return;

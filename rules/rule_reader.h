@@ -13,6 +13,7 @@
 
 #include "rules/rule.h"
 #include "rules/rule_loader.h"
+#include "rules/yaml_limits.h"
 
 namespace ncclscan {
 
@@ -32,19 +33,23 @@ class RuleReader {
 
   std::string file;  // the document being read, for positions
 
-  // Reads one YAML document into facts / rules / correlations (all layers' data
-  // stays here; RuleLoader::Build validates and compiles it).
-  void ReadFile(const std::string& name, const std::string& text);
+  // Reads one rule file, every YAML document of it, into facts / rules /
+  // correlations (all layers' data stays here; RuleLoader::Build validates and
+  // compiles it). The text is first measured against `limits` (user files).
+  void ReadFile(const std::string& name, const std::string& text, const YamlLimits& limits = YamlLimits());
 
   // ReadFile in two steps, so that the slow part (YAML parsing) of several
   // files can run on several threads: Parse is thread-safe, Read is not.
   struct Parsed {
-    YAML::Node root;
+    std::vector<YAML::Node> docs;  // every document ("---" starts the next)
     bool ok = false;
     SourcePos error_pos;
+    std::string error_code = "E-YAML";
     std::string error;
+    std::string help;
   };
-  static Parsed Parse(const std::string& name, const std::string& text);
+  // `limits` null: the text is trusted (the built-in files, measured by tests).
+  static Parsed Parse(const std::string& name, const std::string& text, const YamlLimits* limits);
   void Read(const std::string& name, const Parsed& doc);
   void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "");
 
@@ -66,6 +71,7 @@ class RuleReader {
   void ReadFinding(const YAML::Node& n, FindingSpec* f);
   void ReadExamples(const YAML::Node& n, LineRule* r);
   void ReadRule(const YAML::Node& n);
+  void ReadDocument(const YAML::Node& root);
   void ReadCorrelation(const YAML::Node& n);
   void ReadFact(const YAML::Node& n);
 };

@@ -30,7 +30,9 @@ PLAN=(
   rules_list_json disable_flag disable_unknown_rule test_disable_unknown_rule disable_list_in_rule_file
   disable_list_unknown_rule rule_comparison_with_non_number readme_site_rule_fires_below_18
   readme_site_rule_silent_at_22
-  rule_file_not_yaml rule_regex_of_catastrophic_size corpus_case_passes broken_rule_fails_with_diff
+  rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
+  rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
+  corpus_case_passes broken_rule_fails_with_diff
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
@@ -332,6 +334,65 @@ rules:
 EOF
 check rule_regex_of_catastrophic_size 2 "$NS" rules --check "$T/bigre"
 expect err_has 'E-REGEX-TOO-BIG'
+end
+
+# --- limits on user rule files (rules/yaml_limits.h): each a clear error with its position, exit 2,
+# no hang and no out-of-memory.
+mkdir -p "$T/bomb"
+"$PY" - "$T/bomb/x.yaml" <<'PYEOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("rules:\n  - id: A\n    title: &a \"%s\"\n    examples:\n      match: [%s]\n" % ("x" * (1 << 20), ", ".join(["*a"] * 20000)))
+PYEOF
+check rule_file_alias_bomb 2 "$NS" --rules "$T/bomb" "$GOOD"
+expect err_has 'x.yaml:5:71: error: the rule file expands to more than 16 MiB of text \[E-YAML-TOO-LARGE\]'
+expect err_has 'nothing was scanned'
+end
+mkdir -p "$T/deep"
+"$PY" -c 'print("rules: " + "[" * 100 + "]" * 100)' >"$T/deep/x.yaml"
+check rule_file_too_deep 2 "$NS" rules --check "$T/deep"
+expect err_has 'x.yaml:1:71: error: YAML nested deeper than 64 levels \[E-YAML-TOO-DEEP\]'
+end
+mkdir -p "$T/bigfile"
+"$PY" -c 'print("# " + "x" * (5 << 20))' >"$T/bigfile/x.yaml"
+check rule_file_too_big 2 "$NS" --rules "$T/bigfile" "$GOOD"
+expect err_has 'x.yaml: error: rule file is larger than 4 MiB \[E-FILE-TOO-BIG\]'
+end
+mkdir -p "$T/fiforules"
+mkfifo "$T/fiforules/x.yaml"
+check rule_file_fifo 2 timeout 20 "$NS" --rules "$T/fiforules" "$GOOD"
+expect err_has 'x.yaml: error: rule file is a FIFO, not a regular file \[E-FILE-TYPE\]'
+expect err_has 'nothing was scanned'
+end
+mkdir -p "$T/zerorules"
+ln -s /dev/zero "$T/zerorules/x.yaml"
+check rule_file_dev_zero 2 timeout 20 "$NS" rules --check "$T/zerorules"
+expect err_has 'x.yaml: error: rule file is a character device, not a regular file \[E-FILE-TYPE\]'
+end
+mkdir -p "$T/ymlrules"
+site_rule() {  # site_rule ID WORD: a rule that fires (critical) on "Using network WORD"
+  printf 'rules:\n  - id: %s\n    title: t\n    category: ib\n    family: nccl\n' "$1"
+  printf "    pattern: 'Using network (?P<net>%s)'\n" "$2"
+  printf '    finding: {severity: critical, explanation: "{net}"}\n'
+  printf '    examples: {match: ["n1:1:1 [0] NCCL INFO Using network %s"], no_match: ["n1:1:1 [0] NCCL INFO Using network Other"]}\n' "$2"
+}
+site_rule SITE-YML IB >"$T/ymlrules/a.yml"
+{ site_rule SITE-DOC-ONE Alpha; echo ---; site_rule SITE-DOC-TWO IB; } >"$T/ymlrules/b.yaml"
+check rule_files_yml_and_every_document 1 "$NS" --rules "$T/ymlrules" --format json --fail-on critical "$GOOD"
+expect json_eq 'sorted(f["rule"] for f in d["findings"] if f["rule"].startswith("SITE-"))' "['SITE-DOC-TWO', 'SITE-YML']"
+also_run 0 "$NS" rules --list --rules "$T/ymlrules"
+expect out_has '^SITE-DOC-ONE '
+end
+
+# --- numbers in log lines that do not fit are dropped, never wrapped: "[rank4294967297]:" is no rank 1,
+# and the other lines are scanned as usual.
+printf '%s\n' \
+  '[rank4294967297]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0 Rank 4294967297] Process group watchdog thread terminated with exception: NCCL error' \
+  '[rank1]:[E1122 10:15:32.123 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for 1001 milliseconds before timing out.' \
+  >"$T/bigrank.log"
+check rank_that_does_not_fit_is_not_wrapped 1 "$NS" --format json "$T/bigrank.log"
+expect json_eq '[(f["rule"], f["ranks"]) for f in d["findings"]]' "[('TORCH-WATCHDOG-TIMEOUT', '1'), ('TORCH-ASYNC-NCCL-ERROR', '')]"
+expect json_eq 'd["input"]["ranks"]' "{'count': 1, 'list': '1'}"
 end
 
 # --- ncclscan test: a deliberately broken rule fails the corpus with a readable diff
