@@ -223,6 +223,26 @@ struct Counters {
   uint64_t glued_lines = 0;
   uint64_t wrapped_joined = 0;       // terminal hard-wrapped lines joined to the line before
   uint64_t over_subject_cap = 0;     // lines of processes or ranks past kMaxSubjects, summarised as one
+  uint64_t bad_numbers = 0;          // lines with a rank or count too large to be one (ParsedLine::bad_number)
+
+  // Calls f on every counter, in one fixed order (partials store them in it).
+  template <typename Self, typename F>
+  static void Each(Self& c, F f) {
+    f(c.bytes);
+    f(c.lines);
+    for (auto& v : c.family_lines) f(v);
+    for (auto* v : {&c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines, &c.glued_lines,
+                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers}) {
+      f(*v);
+    }
+  }
+  void Add(const Counters& o) {
+    uint64_t v[32];
+    size_t n = 0;
+    Each(o, [&](uint64_t x) { v[n++] = x; });
+    n = 0;
+    Each(*this, [&](uint64_t& x) { x += v[n++]; });
+  }
 };
 
 class JobState {

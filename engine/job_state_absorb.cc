@@ -221,18 +221,7 @@ void JobState::Absorb(JobState&& b) {
   for (int f : b.labels_not_ranks_) labels_not_ranks_.insert(f + file_off);
   for (const auto& c : b.identity_conflicts_) NoteConflict(c);
 
-  Counters& c = counters_;
-  const Counters& o = b.counters_;
-  c.bytes += o.bytes;
-  c.lines += o.lines;
-  for (int i = 0; i < kNumFamilies; ++i) c.family_lines[i] += o.family_lines[i];
-  c.matched_lines += o.matched_lines;
-  c.binary_lines += o.binary_lines;
-  c.nul_lines += o.nul_lines;
-  c.overlong_lines += o.overlong_lines;
-  c.glued_lines += o.glued_lines;
-  c.wrapped_joined += o.wrapped_joined;
-  c.over_subject_cap += o.over_subject_cap;
+  counters_.Add(b.counters_);
   last_process_ = -1;
 }
 

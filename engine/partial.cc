@@ -422,13 +422,7 @@ void JobState::Encode(WireWriter* w) const {
   w->U(labels_not_ranks_.size());
   for (int f : labels_not_ranks_) w->I(f);
   PutStrings(w, open_warn_);
-  const Counters& c = counters_;
-  for (uint64_t v : {c.bytes, c.lines, c.family_lines[0], c.family_lines[1], c.family_lines[2], c.family_lines[3],
-                     c.matched_lines, c.binary_lines, c.nul_lines, c.overlong_lines, c.glued_lines,
-                     c.wrapped_joined, c.over_subject_cap}) {
-    w->U(v);
-  }
-  static_assert(kNumFamilies == 4, "the counters above list every family");
+  Counters::Each(counters_, [&](uint64_t v) { w->U(v); });
 }
 
 bool JobState::Decode(WireReader* r) {
@@ -557,12 +551,7 @@ bool JobState::Decode(WireReader* r) {
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) labels_not_ranks_.insert(r->Index(0, l.files));
   GetStrings(r, &open_warn_);
-  Counters& c = counters_;
-  for (uint64_t* v : {&c.bytes, &c.lines, &c.family_lines[0], &c.family_lines[1], &c.family_lines[2],
-                      &c.family_lines[3], &c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines,
-                      &c.glued_lines, &c.wrapped_joined, &c.over_subject_cap}) {
-    *v = r->U();
-  }
+  Counters::Each(counters_, [&](uint64_t& v) { v = r->U(); });
   if (subject_address_.size() > l.subjects || open_warn_.size() > l.subjects) r->Fail();
   return r->ok() && r->done();
 }

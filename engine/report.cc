@@ -211,6 +211,8 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.UInt(c.overlong_lines);
   j.Key("glued_split");
   j.UInt(c.glued_lines);
+  j.Key("bad_number");
+  j.UInt(c.bad_numbers);
   j.EndObject();
   j.KVInt("unreadable_files", unreadable);
   j.Key("subject_cap");
@@ -600,6 +602,13 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
     out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) "
                                                  "cut at the maximum length",
                                                  c.binary_lines, c.nul_lines, c.overlong_lines),
+                                     0, 2, width)) +
+           "\n";
+  }
+  if (c.bad_numbers) {
+    out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} line(s) with a rank or count too large to be one "
+                                                 "(not attributed to it)",
+                                                 c.bad_numbers),
                                      0, 2, width)) +
            "\n";
   }

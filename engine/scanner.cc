@@ -609,6 +609,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       if (piece == 0) {
         if (pl.binary) c->counters.binary_lines++;
         if (pl.had_nul) c->counters.nul_lines++;
+        if (pl.bad_number) c->counters.bad_numbers++;
         c->counters.family_lines[static_cast<int>(pl.family)]++;
       } else {
         c->counters.glued_lines++;
@@ -652,16 +653,6 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   folder.Flush();
   if (c->overlong) c->counters.overlong_lines++;
   c->lines = index;
-}
-
-void AddCounters(Counters* into, const Counters& c) {
-  into->lines += c.lines;
-  for (int i = 0; i < kNumFamilies; ++i) into->family_lines[i] += c.family_lines[i];
-  into->binary_lines += c.binary_lines;
-  into->nul_lines += c.nul_lines;
-  into->overlong_lines += c.overlong_lines;
-  into->glued_lines += c.glued_lines;
-  into->wrapped_joined += c.wrapped_joined;
 }
 
 }  // namespace
@@ -754,7 +745,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
               last_carry.pg = last_carry_pg;
             }
             state->file(c->file).lines += c->lines;
-            AddCounters(&state->counters(), c->counters);
+            state->counters().Add(c->counters);
             pool.Put(std::move(owned));
           }));
   // Files that gave no chunk (empty, unreadable) after the last chunk.

@@ -455,3 +455,22 @@ TEST(Scanner, SubjectsPastTheCapAreSummarisedAndReported) {
 
 }  // namespace
 }  // namespace ncclscan
+
+namespace ncclscan {
+namespace {
+
+// A line whose rank does not fit is kept but counted, and every report says so.
+TEST(Scanner, LinesWithNumbersTooLargeAreCounted) {
+  TempDir tmp;
+  const std::string log = tmp.Write("r.log",
+                                    "[rank4294967297]:[E1122 09:41:02.000000000 ProcessGroupNCCL.cpp:1900] boom\n"
+                                    "[rank1]:[E1122 09:41:02.000000000 ProcessGroupNCCL.cpp:1900] boom\n");
+  Analysis a = Analyze(BuiltInRules(), {log}, ScanOptions{});
+  EXPECT_EQ(a.state->counters().bad_numbers, 1u);
+  EXPECT_NE(RenderJson(*a.state, a.diagnosis).find("\"bad_number\":1"), std::string::npos);
+  EXPECT_NE(RenderText(*a.state, a.diagnosis, ReportOptions{}).find("unparsed: 1 line(s) with a rank or count too large"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclscan
