@@ -24,10 +24,16 @@
 //   mismatch      one sequence of one group called with another op type,
 //                 size, dtype or root than the others (the minority; every
 //                 mismatch of every group, the fields that differ named)
-//   not_started   dumps: enqueued but never started while the others started
+//   not_started   enqueued but never started while the others started: from
+//                 dumps, and from text where the desync report says a rank
+//                 never joined #N while its own status says it enqueued #N
 //   p2p_unpaired  dumps: sends and receives that do not pair (peer, size)
 //   straggler     the job was killed from outside (launcher signal, time
 //                 limit) with one rank behind in its COLL trace
+//   died_first    text: a rank that did not time out with the others and whose
+//                 fatal error (OOM, exception, the launcher's "failed") or last
+//                 timestamped line precedes their watchdog timeouts
+// The checks live in consensus_checks.cc and consensus_text.cc (consensus_checks.h).
 // Sequences are compared within one group only: sequence numbers of
 // different process groups or communicators are unrelated counters.
 //
