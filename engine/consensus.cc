@@ -218,6 +218,69 @@ void CollectiveModel::AddCollTrace(const JobState& state) {
       Keep(&v, std::move(c));
     }
   }
+  AddCollP2p(state);
+}
+
+void CollectiveModel::AddCollP2p(const JobState& state) {
+  // p2p_last (rules/coll.yaml NCCL-COLL-P2P) keeps, per communicator, the
+  // latest send to and receive from each peer ("<commId> Send 3") and how many
+  // lines set it: the whole trace's count per pair, at one fact entry per run.
+  const int fact = state.rules().FindFact("p2p_last");
+  if (fact < 0) return;
+  // The peer NCCL prints is communicator-local: commId -> local rank -> global
+  // rank, from each process's Init lines (its subject may since be merged).
+  std::map<std::string, std::map<int, int>> global_of;
+  const int n = static_cast<int>(state.subjects().size());
+  for (const auto& kv : state.comm_ranks()) {
+    int s = kv.first;
+    for (int hops = 0; hops < 64 && s >= 0 && s < n && state.subjects()[s].merged_away; ++hops) {
+      s = state.subjects()[s].merged_into;
+    }
+    if (s < 0 || s >= n || state.subjects()[s].rank < 0) continue;
+    for (const auto& cr : kv.second) global_of[cr.first][cr.second] = state.subjects()[s].rank;
+  }
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (sub.rank < 0 || fact >= static_cast<int>(sub.keyed.size())) continue;
+    for (const auto& kv : sub.keyed[fact]) {
+      const std::string& key = kv.first;
+      const size_t b = key.rfind(' ');
+      if (b == std::string::npos || b == 0) continue;
+      const size_t a = key.rfind(' ', b - 1);
+      if (a == std::string::npos) continue;
+      const std::string comm = key.substr(0, a), dir = key.substr(a + 1, b - a - 1);
+      int64_t local;
+      std::string_view lv = std::string_view(key).substr(b + 1);
+      // "<commId> Broadcast 0": a collective called without a send buffer.
+      if ((dir != "Send" && dir != "Recv") || !ConsumeInt(&lv, &local) || !lv.empty()) continue;
+      long double seq;
+      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq)) continue;
+      std::string_view line = kv.second.evidence.text;
+      std::string_view count = TokenAfter(line, " count ");
+      std::string_view dtype = TokenAfter(line, " datatype ");
+      const std::string id = "comm " + comm;
+      GroupView& g = groups_[id];
+      g.id = id;
+      g.coll_p2p = true;
+      RankView& v = g.ranks[sub.rank];
+      CollectiveCall c;
+      c.p2p = true;
+      c.send = dir == "Send";
+      c.op = c.send ? "SEND" : "RECV";
+      c.seq = static_cast<int64_t>(seq);
+      c.state = CallState::kEnqueued;
+      c.sizes = "count " + std::string(count);
+      c.dtype = DtypeName(std::string(dtype));
+      c.calls = kv.second.count;
+      c.evidence = kv.second.evidence;
+      auto gm = global_of.find(comm);
+      if (gm != global_of.end()) {
+        auto it = gm->second.find(static_cast<int>(local));
+        if (it != gm->second.end()) c.peer = it->second;
+      }
+      Keep(&v, std::move(c));
+    }
+  }
 }
 
 void CollectiveModel::AddWatchdog(const JobState& state) {
@@ -284,7 +347,10 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out) {
       x.NotStartedText(c);
     }
     else if (k == "died_first") x.DiedFirst(c);
-    else if (k == "p2p_unpaired") x.P2pUnpaired(c);
+    else if (k == "p2p_unpaired") {
+      x.P2pUnpaired(c);
+      x.P2pUnpairedColl(c);
+    }
     else if (k == "straggler") x.Straggler(c);
   }
 }

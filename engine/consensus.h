@@ -74,6 +74,7 @@ struct CollectiveCall {
   bool p2p = false;
   bool send = false;    // p2p: a send (else a receive)
   int peer = -1;        // p2p: the peer's global rank (-1 unknown)
+  int64_t calls = 1;    // COLL trace p2p: how many sends to (receives from) that peer; this is the latest
   Evidence evidence;    // a text line, or the dump file with the entry in its text
 };
 
@@ -89,6 +90,9 @@ struct GroupView {
   std::string id;       // "pg 0" (PyTorch process group) or "comm 0x…" (NCCL communicator)
   std::string desc;     // "default_pg"
   bool from_dump = false;
+  // COLL trace: the communicator carried sends / receives. Each rank's opCount
+  // then counts its own launches, so collectives are not compared by opCount.
+  bool coll_p2p = false;
   std::vector<int> members;          // global ranks, when known (pg_config)
   std::map<int, RankView> ranks;     // global rank -> view
 };
@@ -100,7 +104,9 @@ class CollectiveModel {
 
   // One dump file; `file` is its index in JobState::files() (-1 if none).
   void AddDump(const FrFile& f, int file);
-  // The latest COLL trace call (the line `last_opcount` keeps) per communicator of every live subject with a rank.
+  // The latest COLL trace call (the line `last_opcount` keeps) per communicator of every live subject with a rank,
+  // and per communicator the latest send to / receive from each peer with their number (`p2p_last`), the peer
+  // mapped from its communicator-local rank to a global rank through the Init lines.
   void AddCollTrace(const JobState& state);
   // The collective each rank's watchdog timed out in (`timeout_seq`,
   // `timeout_op`, `work_size`), as a started call of its process group.
@@ -114,6 +120,7 @@ class CollectiveModel {
 
  private:
   void Keep(RankView* v, CollectiveCall c);
+  void AddCollP2p(const JobState& state);
 
   std::map<std::string, GroupView> groups_;
   std::set<int> dump_ranks_, configured_ranks_;

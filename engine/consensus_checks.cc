@@ -218,6 +218,9 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
   for (const auto& kv : m.groups()) {
     const GroupView& g = kv.second;
     if (g.ranks.size() < 2) continue;
+    // opCounts of a communicator that carried sends / receives count each
+    // rank's own launches: equal opCounts are not the same call there.
+    if (g.coll_p2p) continue;
     std::set<int64_t> seqs;
     for (const auto& rv : g.ranks) {
       for (const auto& cv : rv.second.calls) seqs.insert(cv.first);
@@ -501,6 +504,120 @@ void Checks::Straggler(const CompiledCorrelation& c) const {
               {"majority", hex(by_v.rbegin()->first)},
               {"source", how}};
     Emit(c, low, others, vars, "comm " + kv.first, ev);
+  }
+}
+
+// p2p_unpaired from the COLL trace: per communicator and ordered pair (a, b),
+// the sends a posted to b and the receives b posted from a over the whole
+// trace (p2p_last counts them; peers mapped to global ranks by the Init
+// lines). Equal numbers: the latest of each are the same transfer, so their
+// count and datatype must agree. Unequal: the surplus side waits forever; told
+// as in the dumps' check — a receive from the wrong peer against the rank that
+// chose it, else against the partner that never posted its side. Both ends
+// must have traced the communicator: a rank without a trace is not evidence.
+void Checks::P2pUnpairedColl(const CompiledCorrelation& c) const {
+  struct Side {
+    const CollectiveCall* op = nullptr;
+    int64_t n = 0;
+  };
+  for (const auto& kv : m.groups()) {
+    const GroupView& g = kv.second;
+    if (!g.coll_p2p) continue;
+    std::map<std::pair<int, int>, Side> sends, recvs;  // (src, dst)
+    for (const auto& rv : g.ranks) {
+      for (const auto& p : rv.second.p2p) {
+        if (p.peer < 0) continue;
+        if (p.send)
+          sends[{rv.first, p.peer}] = Side{&p, p.calls};
+        else
+          recvs[{p.peer, rv.first}] = Side{&p, p.calls};
+      }
+    }
+    std::set<std::pair<int, int>> pairs;
+    for (const auto& x : sends) pairs.insert(x.first);
+    for (const auto& x : recvs) pairs.insert(x.first);
+    std::map<std::pair<int, int>, Side> extra_send, extra_recv;
+    for (const auto& pr : pairs) {
+      const int src = pr.first, dst = pr.second;
+      if (!g.ranks.count(src) || !g.ranks.count(dst)) continue;
+      const Side s = sends[pr], r = recvs[pr];
+      if (s.n == r.n) {
+        if (s.op && r.op && (s.op->sizes != r.op->sizes || s.op->dtype != r.op->dtype)) {
+          Vars vars{{"group", g.id},
+                    {"op", "SEND/RECV"},
+                    {"value", fmt::format("rank {} sends {} {} to rank {}, which receives {} {} (the latest of {} "
+                                          "each in the COLL trace)",
+                                          src, s.op->sizes, s.op->dtype, dst, r.op->sizes, r.op->dtype, s.n)}};
+          Emit(c, {std::min(src, dst), std::max(src, dst)}, {}, vars, fmt::format("{} {}->{} size", g.id, src, dst),
+               {s.op->evidence, r.op->evidence});
+        }
+        continue;
+      }
+      if (s.n > r.n)
+        extra_send[pr] = Side{s.op, s.n - r.n};
+      else
+        extra_recv[pr] = Side{r.op, r.n - s.n};
+    }
+    std::set<std::pair<int, int>> told_send, told_recv;
+    // The receiver chose another peer: a->d unreceived, and d receives from b, who does not send.
+    for (const auto& es : extra_send) {
+      const int a = es.first.first, d = es.first.second;
+      for (const auto& er : extra_recv) {
+        if (er.first.second != d || er.first.first == a || told_recv.count(er.first)) continue;
+        const int b = er.first.first;
+        Vars vars{{"group", g.id},
+                  {"op", "SEND/RECV"},
+                  {"value", fmt::format("rank {} sends to rank {}, but rank {} posted its receive from rank {} "
+                                        "instead, which sends nothing to it (peer mismatch)",
+                                        a, d, d, b)}};
+        Emit(c, {d}, {a}, vars, fmt::format("{} {}->{} peer", g.id, a, d),
+             {es.second.op->evidence, er.second.op->evidence});
+        told_send.insert(es.first);
+        told_recv.insert(er.first);
+        break;
+      }
+    }
+    // The sender chose another peer: a->x unreceived, and y receives from a.
+    for (const auto& es : extra_send) {
+      if (told_send.count(es.first)) continue;
+      const int a = es.first.first, x = es.first.second;
+      for (const auto& er : extra_recv) {
+        if (er.first.first != a || er.first.second == x || told_recv.count(er.first)) continue;
+        const int y = er.first.second;
+        Vars vars{{"group", g.id},
+                  {"op", "SEND/RECV"},
+                  {"value", fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead "
+                                        "(peer mismatch)",
+                                        y, a, a, x)}};
+        Emit(c, {a}, {y}, vars, fmt::format("{} {}->{} peer", g.id, a, x),
+             {es.second.op->evidence, er.second.op->evidence});
+        told_send.insert(es.first);
+        told_recv.insert(er.first);
+        break;
+      }
+    }
+    for (const auto& es : extra_send) {
+      if (told_send.count(es.first)) continue;
+      const int a = es.first.first, d = es.first.second;
+      const int64_t posted = sends[es.first].n;
+      Vars vars{{"group", g.id},
+                {"op", "SEND/RECV"},
+                {"value", fmt::format("rank {} posted {} send(s) to rank {}, which posted only {} receive(s) from it: "
+                                      "rank {} never receives the last {}",
+                                      a, posted, d, posted - es.second.n, d, es.second.n)}};
+      Emit(c, {d}, {a}, vars, fmt::format("{} {}->{} unreceived", g.id, a, d), {es.second.op->evidence});
+    }
+    for (const auto& er : extra_recv) {
+      if (told_recv.count(er.first)) continue;
+      const int a = er.first.first, d = er.first.second;
+      const int64_t posted = recvs[er.first].n;
+      Vars vars{{"group", g.id},
+                {"op", "SEND/RECV"},
+                {"value", fmt::format("rank {} posted {} receive(s) from rank {}, which posted only {} send(s) to it: "
+                                      "rank {} never sends the last {}",
+                                      d, posted, a, posted - er.second.n, a, er.second.n)}};
+      Emit(c, {a}, {d}, vars, fmt::format("{} {}->{} unsent", g.id, a, d), {er.second.op->evidence});
+    }
   }
 }
 

@@ -51,6 +51,7 @@ struct Checks {
   void Mismatch(const CompiledCorrelation& c) const;
   void NotStarted(const CompiledCorrelation& c) const;
   void P2pUnpaired(const CompiledCorrelation& c) const;
+  void P2pUnpairedColl(const CompiledCorrelation& c) const;
   void Straggler(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
