@@ -170,8 +170,8 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   for (const Candidate& k : candidates) {
     if (k.time >= 0 && first_timeout >= 0) {
       if (k.time < first_timeout) timed.push_back(&k);
-    } else if (k.fatal && k.time < 0) {
-      untimed.push_back(&k);
+    } else if (k.fatal) {
+      untimed.push_back(&k);  // no order to compare: the sign or the timeouts carry no time
     }
   }
   std::vector<const Candidate*> named;
@@ -185,7 +185,12 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
       if (!first || k->time < first->time) first = k;
     }
     named.push_back(first);
-    if (!any_fatal) named = timed;  // every rank that went quiet before the timeouts
+    if (!any_fatal) {
+      // Every rank that went quiet before the timeouts, if they are the few:
+      // when most ranks fell silent, their logs end early, not their work.
+      if (timed.size() >= victims.size()) return;
+      named = timed;
+    }
   } else {
     named = untimed;
   }

@@ -307,6 +307,53 @@ TEST(Consensus, CollP2pSizeMismatchNamesBothEnds) {
   EXPECT_EQ(found, 1);
 }
 
+TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
+  // Ranks 0 and 1 time out at 10:15:41; what rank 2 printed decides.
+  struct Case {
+    const char* name;
+    std::vector<std::string> rank2;
+    std::string want;  // ranks named, "" = silent
+  } cases[] = {
+      {"untimed OOM", {"[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}, "2"},
+      {"error before", {"[rank2]:[E1122 10:05:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+       "2"},
+      {"error after", {"[rank2]:[E1122 10:20:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+       ""},
+      {"silent since init", {}, "2"},
+      {"timed out too",
+       {"[rank2]:[E1122 10:15:43.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out."},
+       ""},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths;
+    for (int r = 0; r < 3; ++r) {
+      std::string text = fmt::format(
+          "[rank{0}]:[I1122 10:05:11.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
+          "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
+          r);
+      if (r < 2) {
+        text += fmt::format(
+            "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600010 milliseconds before timing out.\n",
+            r, r + 1);
+      } else {
+        for (const auto& l : c.rank2) text += l + "\n";
+      }
+      paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
+    }
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    std::string got;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == "CONSENSUS-DIED-FIRST") got = CompactRanks(f.ranks);
+    }
+    EXPECT_EQ(got, c.want) << c.name;
+  }
+}
+
 TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
   // A user fact with `window: 16`: of 300 keys set by one process, about the
   // newest 16..32 remain, the latest among them.
