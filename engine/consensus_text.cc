@@ -36,9 +36,18 @@ bool Int(const std::string& s, int64_t* out) {
   return ConsumeInt(&v, out) && v.empty();
 }
 
+// first_error says what failed (rules/*.yaml): the process's own failures are
+// those PyTorch raises (torch.yaml, catalog_torch.yaml, the catch-all's
+// "PyTorch error …"); every other value is an error NCCL or its transport
+// reported, "… inside NCCL" included. (OOM, wherever reported, is also `oom`.)
 bool IsNcclSide(const FactValue& v) {
-  return v.evidence.text.find("NCCL WARN") != std::string::npos || StartsWith(v.value, "async NCCL error") ||
-         StartsWith(v.value, "NCCL WARN");
+  if (v.value.find("inside NCCL") != std::string::npos) return true;
+  static const char* kProcess[] = {"PyTorch error", "CUDA out of memory", "CUDA error: ", "device-side assert",
+                                   "assertion failed in "};
+  for (const char* p : kProcess) {
+    if (StartsWith(v.value, p)) return false;
+  }
+  return true;
 }
 
 // The live subject a (possibly merged-away) subject became.
@@ -112,6 +121,18 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
     Evidence ev;
   };
   std::vector<Candidate> candidates;
+  // An error NCCL reported on any rank, and the earliest time of one: a job
+  // that failed loudly in NCCL is told by that error (FIRST-ERROR and its own
+  // finding), not by who fell quiet, nor by a later crash.
+  bool nccl_error = false;
+  double first_nccl_error = -1;
+  for (int s : state.LiveSubjects()) {
+    const FactValue* v = state.subjects()[s].Get(kFatal[1]);
+    if (!v || !IsNcclSide(*v)) continue;
+    nccl_error = true;
+    const double t = v->evidence.time;
+    if (t >= 0 && (first_nccl_error < 0 || t < first_nccl_error)) first_nccl_error = t;
+  }
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     if (sub.rank < 0) continue;
@@ -168,6 +189,8 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   // child's traceback when the child exits, after the others' timeouts.
   std::vector<const Candidate*> timed, untimed;
   for (const Candidate& k : candidates) {
+    if (!k.fatal && nccl_error) continue;
+    if (k.time >= 0 && first_nccl_error >= 0 && k.time > first_nccl_error) continue;
     if (k.time >= 0 && first_timeout >= 0) {
       if (k.time < first_timeout) timed.push_back(&k);
     } else if (k.fatal) {
