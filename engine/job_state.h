@@ -304,6 +304,9 @@ class JobState {
 
   const std::vector<Subject>& subjects() const { return subjects_; }
   const std::map<std::string, CommInfo>& comms() const { return comms_; }
+  // Each process subject's rank in each communicator it initialised (commId ->
+  // rank, from the Init lines); a subject may since be merged (Subject::merged_into).
+  const std::map<int, std::map<std::string, int>>& comm_ranks() const { return comm_rank_; }
   const std::map<std::string, std::string>& address_owner() const { return address_owner_; }
   const std::map<std::string, LineFindingAcc>& line_findings() const { return line_findings_; }
   const std::vector<std::string>& identity_conflicts() const { return identity_conflicts_; }

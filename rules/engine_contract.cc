@@ -18,6 +18,9 @@ const std::vector<EngineFact>& EngineFacts() {
       {"last_enqueued", MergeMode::kMax, true, "pg", "the report's per-rank summary"},
       {"last_completed", MergeMode::kMax, true, "pg", "the report's per-rank summary"},
       {"timeout_seq", MergeMode::kMin, true, "pg", "the report's per-rank summary"},
+      {"p2p_last", MergeMode::kMax, true, "comm", "the consensus model's send/receive pairing (its count)"},
+      {"desync_unjoined", MergeMode::kFirst, true, "", "the consensus model's not-started check from text"},
+      {"exitcode", MergeMode::kLast, false, "", "the consensus model's died-first check (-6/-15 are victims)"},
   };
   return kFacts;
 }

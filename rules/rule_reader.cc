@@ -17,7 +17,8 @@ const std::set<std::string> kKinds = {"consensus", "condition", "absence", "miss
                                       "extreme", "first_in_time", "peer_map", "collective"};
 // The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
 const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
-                                                 "p2p_unpaired", "straggler", "missing_dump"};
+                                                 "p2p_unpaired", "straggler", "missing_dump",
+                                                 "died_first"};
 
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
@@ -429,7 +430,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                  if (Scalar(v, "check", &c.check) && !kCollectiveChecks.count(c.check.value)) {
                    Error(Pos(v), "E-BAD-VALUE", "unknown collective check '" + c.check.value + "'",
                          "use one of: never_joined, behind, mismatch, not_started, p2p_unpaired, "
-                         "straggler, missing_dump");
+                         "straggler, missing_dump, died_first");
                  }
                }
                else if (key == "present") Scalar(v, "present", &c.present);

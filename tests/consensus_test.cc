@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -247,6 +248,110 @@ TEST(Consensus, CollTraceKeepsTheLatestCallPerCommunicator) {
   EXPECT_EQ(keys, 1u);
   EXPECT_EQ(value, "12b");
   EXPECT_NE(evidence.find("opCount 12b sendbuff 0x1 recvbuff 0x1 count 24 "), std::string::npos) << evidence;
+}
+
+TEST(Consensus, CollP2pCountsEachPeerAcrossTheWholeTrace) {
+  // 200 Send lines of one rank to two peers, alternating: p2p_last holds one
+  // entry per (communicator, op, peer) with the number of lines, and the
+  // latest line's count for the size comparison.
+  std::string text =
+      "n1:7:7 [0] NCCL INFO comm 0x55d0c1a0e9f0 rank 0 nranks 3 cudaDev 0 nvmlDev 0 busId 18000 commId 0xabc - "
+      "Init COMPLETE\n";
+  for (int i = 0; i < 200; ++i) {
+    text += fmt::format(
+        "n1:7:7 [0] NCCL INFO Send: opCount {:x} sendbuff (nil) recvbuff 0x1 count {} datatype 7 op 0 root {} "
+        "comm 0x55d0c1a0e9f0 [nranks=3] stream 0x2\n",
+        i, i == 198 ? 24 : 8, 1 + i % 2);
+  }
+  TempDir dir;
+  std::string path = dir.Write("rank0.log", text);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  const int fact = Rules().FindFact("p2p_last");
+  std::map<std::string, std::pair<int64_t, std::string>> got;
+  for (int s : a.state->LiveSubjects()) {
+    for (const auto& kv : a.state->subjects()[s].keyed[fact]) got[kv.first] = {kv.second.count, kv.second.value};
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got["0xabc Send 1"], std::make_pair(int64_t{100}, std::string("c6")));
+  EXPECT_EQ(got["0xabc Send 2"], std::make_pair(int64_t{100}, std::string("c7")));
+}
+
+TEST(Consensus, CollP2pSizeMismatchNamesBothEnds) {
+  // Rank 0 sends 4096 floats to rank 1 twice; rank 1's second receive posts
+  // 8192: equal numbers, so the latest of each are one transfer and differ.
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    std::string text = fmt::format(
+        "n1:{0}:{0} [{1}] NCCL INFO comm 0x55d0c1a0e9f{1} rank {1} nranks 2 cudaDev {1} nvmlDev {1} busId 18000 "
+        "commId 0xabc - Init COMPLETE\n",
+        70 + r, r);
+    for (int i = 0; i < 2; ++i) {
+      text += fmt::format(
+          "n1:{0}:{0} [{1}] NCCL INFO {2}: opCount {3:x} sendbuff (nil) recvbuff 0x1 count {4} datatype 7 op 0 "
+          "root {5} comm 0x55d0c1a0e9f{1} [nranks=2] stream 0x2\n",
+          70 + r, r, r == 0 ? "Send" : "Recv", i, r == 1 && i == 1 ? 8192 : 4096, 1 - r);
+    }
+    paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
+  }
+  Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+  int found = 0;
+  for (const auto& f : d.findings) {
+    if (f.rule_id != "CONSENSUS-P2P-UNPAIRED") continue;
+    ++found;
+    EXPECT_EQ(CompactRanks(f.ranks), "0-1");
+    EXPECT_NE(f.explanation.find("rank 0 sends count 4096 fp32 to rank 1, which receives count 8192 fp32"),
+              std::string::npos)
+        << f.explanation;
+  }
+  EXPECT_EQ(found, 1);
+}
+
+TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
+  // Ranks 0 and 1 time out at 10:15:41; what rank 2 printed decides.
+  struct Case {
+    const char* name;
+    std::vector<std::string> rank2;
+    std::string want;  // ranks named, "" = silent
+  } cases[] = {
+      {"untimed OOM", {"[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}, "2"},
+      {"error before", {"[rank2]:[E1122 10:05:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+       "2"},
+      {"error after", {"[rank2]:[E1122 10:20:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+       ""},
+      {"silent since init", {}, "2"},
+      {"timed out too",
+       {"[rank2]:[E1122 10:15:43.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out."},
+       ""},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths;
+    for (int r = 0; r < 3; ++r) {
+      std::string text = fmt::format(
+          "[rank{0}]:[I1122 10:05:11.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
+          "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
+          r);
+      if (r < 2) {
+        text += fmt::format(
+            "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600010 milliseconds before timing out.\n",
+            r, r + 1);
+      } else {
+        for (const auto& l : c.rank2) text += l + "\n";
+      }
+      paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
+    }
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    std::string got;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == "CONSENSUS-DIED-FIRST") got = CompactRanks(f.ranks);
+    }
+    EXPECT_EQ(got, c.want) << c.name;
+  }
 }
 
 TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
