@@ -67,10 +67,8 @@ const Evidence* LastSignOfLife(const JobState& state, int s) {
   auto consider = [&](const Evidence& e) {
     if (e.time >= 0 && (!last || e.time > last->time)) last = &e;
   };
-  for (size_t f = 0; f < sub.facts.size(); ++f) {
-    if (sub.Get(static_cast<int>(f))) consider(sub.facts[f].evidence);
-  }
-  for (const auto& m : sub.keyed) {
+  for (const auto& [f, v] : sub.facts.slots()) consider(v.evidence);
+  for (const auto& [f, m] : sub.keyed.slots()) {
     for (const auto& kv : m) consider(kv.second.evidence);
   }
   for (const auto& kv : state.line_findings()) {
