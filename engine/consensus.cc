@@ -47,6 +47,10 @@ std::string DtypeName(const std::string& code) {
   return code;
 }
 
+// A sequence number or opCount as an int64_t: a value past its range (a
+// corrupt line, 25 digits) is no sequence, rather than undefined behaviour.
+bool SequenceFits(long double v) { return v >= 0 && v < 9.0e18L; }
+
 // "send 1->2" / "recv 2<-1": the group-local peer.
 bool ParseP2p(const std::string& name, bool* send, int* self, int* peer) {
   std::string_view s = name;
@@ -55,11 +59,12 @@ bool ParseP2p(const std::string& name, bool* send, int* self, int* peer) {
   bool is_recv = StartsWith(s, "recv ");
   if (!is_send && !is_recv) return false;
   s.remove_prefix(5);
+  // Group ranks that do not fit an int are no ranks (never wrapped).
   int64_t a, b;
-  if (!ConsumeInt(&s, &a)) return false;
+  if (ConsumeIntBelow(&s, int64_t{1} << 24, &a) != IntParse::kOk) return false;
   if (StartsWith(s, "->") || StartsWith(s, "<-")) s.remove_prefix(2);
   else return false;
-  if (!ConsumeInt(&s, &b)) return false;
+  if (ConsumeIntBelow(&s, int64_t{1} << 24, &b) != IntParse::kOk) return false;
   *send = is_send;
   *self = static_cast<int>(a);
   *peer = static_cast<int>(b);
@@ -185,7 +190,7 @@ void CollectiveModel::AddCollTrace(const JobState& state) {
     if (sub.rank < 0 || fact >= static_cast<int>(sub.keyed.size())) continue;
     for (const auto& kv : sub.keyed[fact]) {
       long double seq;
-      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq)) continue;
+      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq) || !SequenceFits(seq)) continue;
       std::string_view line = kv.second.evidence.text;
       size_t oc = line.find(": opCount ");
       if (oc == std::string_view::npos) continue;
@@ -254,7 +259,7 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
       // "<commId> Broadcast 0": a collective called without a send buffer.
       if ((dir != "Send" && dir != "Recv") || !ConsumeInt(&lv, &local) || !lv.empty()) continue;
       long double seq;
-      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq)) continue;
+      if (!ParseNumber(kv.second.value, /*hex=*/true, &seq) || !SequenceFits(seq)) continue;
       std::string_view line = kv.second.evidence.text;
       std::string_view count = TokenAfter(line, " count ");
       std::string_view dtype = TokenAfter(line, " datatype ");
@@ -294,7 +299,7 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
     const FactValue* op = sub.Get(op_fact);
     for (const auto& kv : sub.keyed[seq_fact]) {
       long double seq;
-      if (!ParseNumber(kv.second.value, false, &seq)) continue;
+      if (!ParseNumber(kv.second.value, false, &seq) || !SequenceFits(seq)) continue;
       // The watchdog line names no process group before PyTorch 2.2 ("-"):
       // such SeqNums are compared only with each other.
       const std::string id = kv.first == "-" ? "the process group" : "pg " + kv.first;
