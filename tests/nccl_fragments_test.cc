@@ -23,6 +23,9 @@ struct Fragment {
   bool bad_number = false;
 };
 
+// The ctest name shows the raw line rather than the struct's bytes.
+void PrintTo(const Fragment& f, std::ostream* os) { *os << "'" << f.raw << "'"; }
+
 class HeaderlessTable : public ::testing::TestWithParam<Fragment> {};
 
 TEST_P(HeaderlessTable, Parses) {
