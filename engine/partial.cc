@@ -496,6 +496,17 @@ bool JobState::Decode(WireReader* r) {
       }
     }
   }
+  // Ranks are below 2^24 wherever a scan makes them (ConsumeIntBelow): a
+  // decoded one past that could size a per-rank table in the correlations.
+  auto rank_ok = [](int64_t v) { return v >= -1 && v < (int64_t{1} << 24); };
+  for (const Subject& s : subjects_) {
+    if (!rank_ok(s.rank)) r->Fail();
+    for (const auto* hints : {&s.rank_hints, &s.label_hints}) {
+      for (const auto& kv : *hints) {
+        if (!rank_ok(kv.first) || kv.second < 0) r->Fail();
+      }
+    }
+  }
   l.subjects = subjects_.size();
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) {
@@ -517,8 +528,23 @@ bool JobState::Decode(WireReader* r) {
   n = r->Count();
   if (n > l.subjects) r->Fail();
   for (size_t i = 0; i < n && r->ok(); ++i) GetMap(r, &comm_ptr_.emplace_back());
+  for (const auto& kv : comms_) {
+    const CommInfo& c = kv.second;
+    if (!rank_ok(c.nranks)) r->Fail();
+    for (const std::set<int>* set : {&c.ranks_started, &c.ranks_completed, &c.ranks_aborted}) {
+      if (!set->empty() && (!rank_ok(*set->begin()) || !rank_ok(*set->rbegin()))) r->Fail();
+    }
+  }
   GetMap(r, &comm_rank_);
   GetMap(r, &subject_global_rank_);
+  for (const auto& kv : comm_rank_) {
+    for (const auto& cr : kv.second) {
+      if (!rank_ok(cr.second)) r->Fail();
+    }
+  }
+  for (const auto& kv : subject_global_rank_) {
+    if (!rank_ok(kv.second)) r->Fail();
+  }
   // Their keys are subject indices.
   auto subject_keys = [&](const auto& m) {
     if (!m.empty() && (m.begin()->first < 0 || static_cast<size_t>(m.rbegin()->first) >= l.subjects)) r->Fail();
@@ -547,7 +573,17 @@ bool JobState::Decode(WireReader* r) {
   GetStrings(r, &subject_address_);
   GetStrings(r, &identity_conflicts_);
   n = r->Count();
-  for (size_t i = 0; i < n && r->ok(); ++i) Get(r, &flight_recorders_.emplace_back());
+  for (size_t i = 0; i < n && r->ok(); ++i) {
+    const FrFile& f = flight_recorders_.emplace_back();
+    Get(r, &flight_recorders_.back());
+    // A dump's ranks are ints (the Flight Recorder reader takes up to INT32_MAX).
+    if (f.rank < -1) r->Fail();
+    for (const auto& pg : f.dump.pg_config) {
+      for (int rk : pg.second.ranks) {
+        if (rk < 0) r->Fail();
+      }
+    }
+  }
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) labels_not_ranks_.insert(r->Index(0, l.files));
   GetStrings(r, &open_warn_);
@@ -642,6 +678,9 @@ bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::str
 // bound stops a corrupt or hostile frame from asking for unbounded memory.
 constexpr size_t kMaxPartialBody = size_t{16} << 30;
 
+bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
+               std::string* err);
+
 bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -694,6 +733,11 @@ bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile*
     *err = path + ": truncated partial (the file ends inside its data; was it copied whole?)";
     return false;
   }
+  return ParseBody(rules, body, path, out, err);
+}
+
+bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
+               std::string* err) {
   WireReader r(body);
   const std::string signature = r.S();
   const std::string writer = r.S();
@@ -717,14 +761,9 @@ bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile*
   return true;
 }
 
-// Every segment of every file, in the order one scan reads their inputs.
-bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all, std::string* err) {
-  for (const auto& path : files) {
-    PartialFile p;
-    if (!ReadPartialFile(rules, path, &p, err)) return false;
-    all->errors.insert(all->errors.end(), p.errors.begin(), p.errors.end());
-    for (auto& s : p.segments) all->segments.push_back(std::move(s));
-  }
+// Puts the segments in the order one scan reads their inputs; an input in two
+// partials is an error.
+bool SortSegments(PartialFile* all, std::string* err) {
   std::stable_sort(all->segments.begin(), all->segments.end(),
                    [](const Segment& a, const Segment& b) { return a.key < b.key; });
   for (size_t i = 1; i < all->segments.size(); ++i) {
@@ -737,6 +776,45 @@ bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, Partia
     }
   }
   std::sort(all->errors.begin(), all->errors.end());
+  return true;
+}
+
+void Append(PartialFile&& p, PartialFile* all) {
+  all->errors.insert(all->errors.end(), p.errors.begin(), p.errors.end());
+  for (auto& s : p.segments) all->segments.push_back(std::move(s));
+}
+
+// Every segment of every file, sorted.
+bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all, std::string* err) {
+  for (const auto& path : files) {
+    PartialFile p;
+    if (!ReadPartialFile(rules, path, &p, err)) return false;
+    Append(std::move(p), all);
+  }
+  return SortSegments(all, err);
+}
+
+// Decodes each segment in turn (its bytes freed once decoded) and folds it in.
+bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::string* err) {
+  out->state = std::make_unique<JobState>(&rules);
+  out->errors = std::move(all->errors);
+  for (Segment& s : all->segments) {
+    JobState seg(&rules);
+    WireReader r(s.state);
+    if (!seg.Decode(&r)) {
+      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
+             " does not decode)";
+      return false;
+    }
+    std::string().swap(s.state);
+    out->state->Absorb(std::move(seg));
+  }
+  out->inputs = 0;
+  for (const auto& f : out->state->files()) {
+    if (f.error.empty() || f.bytes > 0) ++out->inputs;
+  }
+  out->state->Finalize();
+  out->diagnosis = Diagnose(*out->state);
   return true;
 }
 
@@ -775,27 +853,18 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
 
 bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err) {
   PartialFile all;
-  if (!ReadAll(rules, files, &all, err)) return false;
-  out->state = std::make_unique<JobState>(&rules);
-  out->errors = std::move(all.errors);
-  for (Segment& s : all.segments) {
-    JobState seg(&rules);
-    WireReader r(s.state);
-    if (!seg.Decode(&r)) {
-      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
-             " does not decode)";
-      return false;
-    }
-    std::string().swap(s.state);  // each segment's bytes go as soon as they are read
-    out->state->Absorb(std::move(seg));
+  return ReadAll(rules, files, &all, err) && MergeSegments(rules, &all, out, err);
+}
+
+bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view>& bodies, Analysis* out,
+                        std::string* err) {
+  PartialFile all;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    PartialFile p;
+    if (!ParseBody(rules, bodies[i], "body " + std::to_string(i), &p, err)) return false;
+    Append(std::move(p), &all);
   }
-  out->inputs = 0;
-  for (const auto& f : out->state->files()) {
-    if (f.error.empty() || f.bytes > 0) ++out->inputs;
-  }
-  out->state->Finalize();
-  out->diagnosis = Diagnose(*out->state);
-  return true;
+  return SortSegments(&all, err) && MergeSegments(rules, &all, out, err);
 }
 
 bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files, const std::string& out_path,

@@ -98,6 +98,11 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
 // version, was made with other rules, or shares an input with another.
 bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err);
 
+// The same from partials' bodies (the bytes inside their zstd frame), for the
+// fuzzer: each body is checked as a file's would be.
+bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view>& bodies, Analysis* out,
+                        std::string* err);
+
 // The same checks, but writes the union of their segments as one partial
 // (for a merge tree): merging it later equals merging the inputs.
 bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files, const std::string& out_path,

@@ -18,8 +18,17 @@ printf '"gpu-a17:1:1 [3] NCCL INFO Using network IB\\n","stream":"stdout","time"
 for f in "$ROOT"/corpus/fr-*/nccl_trace_rank_*; do
   if [ -f "$f" ]; then cp "$f" "$WORK/fr/$(basename "$(dirname "$f")")-$(basename "$f")"; fi
 done
+# Partial bodies: the bytes inside the zstd frame of partials of a few corpus
+# cases (magic and version varint first: 18 bytes), made by the fuzzed build's
+# own engine through the ncclscan binary beside the fuzzers.
+mkdir -p "$WORK/partial"
+for c in case-torch-oom-rank3-torchrun real-dev-shm-exhausted-2node-socket fr-missing-rank-text-oom \
+  cons-coll-count-mismatch-4r real-h1-nccl-1634-net-plugin-on-some-nodes; do
+  "$BUILD/cli/ncclscan" partial -o "$WORK/$c.partial" "$ROOT/corpus/$c" &&
+    tail -c +19 "$WORK/$c.partial" | zstd -dq >"$WORK/partial/$c"
+done
 status=0
-for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr; do
+for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr partial_fuzz:partial; do
   name=${f%%:*}
   seeds=$WORK/${f##*:}
   reg="$ROOT/tests/fuzz/regressions/$name"
