@@ -301,6 +301,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     auto& m = s->keyed.At(fact);
     auto it = m.find(key);
     fresh = it == m.end();
+    if (fresh && spec.window <= 0 && m.size() >= kMaxKeysPerFact) {
+      counters_.over_key_cap++;
+      return;
+    }
     if (fresh) {
       TrimWindow(spec, &m);
       it = m.emplace(std::string(key), FactValue()).first;
@@ -335,6 +339,18 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     Cite(ev, &fv->evidence);
     fv->seen = ev.seen();
   }
+}
+
+CommInfo* JobState::CommFor(const std::string& id) {
+  auto it = comms_.find(id);
+  if (it != comms_.end()) return &it->second;
+  if (comms_.size() >= kMaxComms) {
+    counters_.over_comm_cap++;
+    return nullptr;
+  }
+  CommInfo& ci = comms_[id];
+  ci.id = id;
+  return &ci;
 }
 
 void JobState::TrimWindow(const FactSpec& spec, KeyedValues* m) {
@@ -384,27 +400,33 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         comm_id = it != ptrs.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
                                                       std::to_string(subjects_[si].pid) + ":" + std::string(comm);
       }
-      if (it == ptrs.end()) ptrs.emplace(std::string(comm), comm_id);
-      else it->second = comm_id;
+      // Past the communicator cap a new pointer is not remembered either: its
+      // lines fall back to the pointer's own id, as when no Init line named it.
+      if (it == ptrs.end()) {
+        if (comms_.size() < kMaxComms || comms_.count(comm_id)) ptrs.emplace(std::string(comm), comm_id);
+      } else {
+        it->second = comm_id;
+      }
     }
     std::string rank_s(render(r.identity[kIdRank], &b1));
     std::string nranks_s(render(r.identity[kIdNranks], &b1));
     std::string event(render(r.identity[kIdEvent], &b1));
+    CommInfo* ci = comm_id.empty() ? nullptr : CommFor(comm_id);
     if (!comm_id.empty()) {
-      CommInfo& ci = comms_[comm_id];
-      ci.id = comm_id;
       std::string_view nv = nranks_s;
       int64_t n;
-      if (ConsumeInt(&nv, &n) && n < (1 << 24)) ci.nranks = static_cast<int>(n);
+      if (ci && ConsumeInt(&nv, &n) && n < (1 << 24)) ci->nranks = static_cast<int>(n);
       std::string_view rv = rank_s;
       int64_t rk;
       if (ConsumeInt(&rv, &rk) && rk < (1 << 24)) {
         int rank = static_cast<int>(rk);
-        comm_rank_[si][comm_id] = rank;
-        if (event == "Init START") ci.ranks_started.insert(rank);
-        else if (event == "Init COMPLETE") ci.ranks_completed.insert(rank);
-        else if (StartsWith(event, "Abort")) ci.ranks_aborted.insert(rank);
-        ci.subjects.insert(si);
+        if (ci) {
+          comm_rank_[si][comm_id] = rank;
+          if (event == "Init START") ci->ranks_started.insert(rank);
+          else if (event == "Init COMPLETE") ci->ranks_completed.insert(rank);
+          else if (StartsWith(event, "Abort")) ci->ranks_aborted.insert(rank);
+          ci->subjects.insert(si);
+        }
         // Start/complete also become facts so correlations can use them.
         int f_start = rules_->FindFact("init_start"), f_done = rules_->FindFact("init_complete");
         int f_abort = rules_->FindFact("comm_abort");
@@ -607,7 +629,8 @@ void JobState::Finalize() {
       if (cr != comm_rank_.end()) {
         int best_n = -1;
         for (const auto& kv : cr->second) {
-          int n = comms_[kv.first].nranks;
+          auto c = comms_.find(kv.first);
+          int n = c == comms_.end() ? 0 : c->second.nranks;
           if (n > best_n) {
             best_n = n;
             rank = kv.second;

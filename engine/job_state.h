@@ -42,6 +42,14 @@ inline constexpr size_t kMaxIdentityConflicts = 100;
 // summarised as one subject, and the reports say how many (Counters).
 // 131,072 covers a 65,536-GPU job that logs both process and rank of each.
 inline constexpr size_t kMaxSubjects = size_t{1} << 17;
+// Communicators tracked (init, ranks, members); a job has one per process
+// group and NCCL split, a few thousand at 10,000 GPUs. Past the cap a new
+// communicator's lines still give facts and findings, but it is not counted
+// or compared, and the reports say how many lines that was.
+inline constexpr size_t kMaxComms = size_t{1} << 16;
+// Keys of one keyed fact on one subject (communicators, process groups):
+// past it new keys are dropped and counted (windowed facts trim instead).
+inline constexpr size_t kMaxKeysPerFact = 4096;
 
 struct Evidence {
   int file = -1;      // index into JobState::files
@@ -224,6 +232,8 @@ struct Counters {
   uint64_t wrapped_joined = 0;       // terminal hard-wrapped lines joined to the line before
   uint64_t over_subject_cap = 0;     // lines of processes or ranks past kMaxSubjects, summarised as one
   uint64_t bad_numbers = 0;          // lines with a rank or count too large to be one (ParsedLine::bad_number)
+  uint64_t over_comm_cap = 0;        // lines of communicators past kMaxComms (not tracked)
+  uint64_t over_key_cap = 0;         // values of keyed facts past kMaxKeysPerFact keys (dropped)
 
   // Calls f on every counter, in one fixed order (partials store them in it).
   template <typename Self, typename F>
@@ -232,7 +242,7 @@ struct Counters {
     f(c.lines);
     for (auto& v : c.family_lines) f(v);
     for (auto* v : {&c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines, &c.glued_lines,
-                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers}) {
+                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers, &c.over_comm_cap, &c.over_key_cap}) {
       f(*v);
     }
   }
@@ -329,6 +339,8 @@ class JobState {
   // A new subject under `key` (kept in subject_index_), or past kMaxSubjects
   // the one subject that summarises the rest.
   int NewSubject(std::string key, Subject s);
+  // The communicator `id`, created if the cap allows; nullptr past kMaxComms.
+  CommInfo* CommFor(const std::string& id);
   // `count` lines set this value (a folded run counts all its lines); ev is
   // the line that set it.
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,

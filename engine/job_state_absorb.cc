@@ -131,6 +131,8 @@ void JobState::Absorb(JobState&& b) {
         auto k = m.find(kv.first);
         if (k != m.end()) {
           MergeLater(rules_->facts()[f], &k->second, std::move(kv.second));
+        } else if (rules_->facts()[f].window <= 0 && m.size() >= kMaxKeysPerFact) {
+          counters_.over_key_cap++;
         } else {
           TrimWindow(rules_->facts()[f], &m);
           m.emplace(kv.first, std::move(kv.second));
@@ -150,7 +152,9 @@ void JobState::Absorb(JobState&& b) {
   }
   for (auto& kv : b.comm_rank_) {
     auto& m = comm_rank_[sub(kv.first)];
-    for (auto& cr : kv.second) m[cr.first] = cr.second;
+    for (auto& cr : kv.second) {
+      if (comms_.count(cr.first) || comms_.size() < kMaxComms) m[cr.first] = cr.second;
+    }
   }
   for (const auto& kv : b.subject_global_rank_) {
     const int j = sub(kv.first);
@@ -183,8 +187,9 @@ void JobState::Absorb(JobState&& b) {
   for (auto& kv : b.address_owner_) address_owner_[kv.first] = std::move(kv.second);
 
   for (auto& kv : b.comms_) {
-    CommInfo& ci = comms_[kv.first];
-    ci.id = kv.second.id;
+    CommInfo* mine = CommFor(kv.first);
+    if (!mine) continue;  // past the cap, as its lines would have been
+    CommInfo& ci = *mine;
     if (kv.second.nranks > 0) ci.nranks = kv.second.nranks;
     ci.ranks_started.insert(kv.second.ranks_started.begin(), kv.second.ranks_started.end());
     ci.ranks_completed.insert(kv.second.ranks_completed.begin(), kv.second.ranks_completed.end());

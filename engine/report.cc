@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "engine/markdown_escape.h"
 #include "parsers/text_util.h"
@@ -215,11 +216,18 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.UInt(c.bad_numbers);
   j.EndObject();
   j.KVInt("unreadable_files", unreadable);
-  j.Key("subject_cap");
+  j.Key("limits");
   j.BeginObject();
-  j.KVInt("cap", static_cast<int64_t>(kMaxSubjects));
-  j.Key("summarised");
-  j.UInt(c.over_subject_cap);
+  for (const auto& [name, cap, over] : {std::tuple<const char*, size_t, uint64_t>{"processes_and_ranks", kMaxSubjects, c.over_subject_cap},
+                                        {"communicators", kMaxComms, c.over_comm_cap},
+                                        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap}}) {
+    j.Key(name);
+    j.BeginObject();
+    j.KVInt("cap", static_cast<int64_t>(cap));
+    j.Key("over");
+    j.UInt(over);
+    j.EndObject();
+  }
   j.EndObject();
 
   std::vector<int> live = st.LiveSubjects();
@@ -539,13 +547,26 @@ size_t EndColumn(const std::string& wrapped, size_t first_col) {
 }
 
 // The one line a run without problems gets: what was healthy.
-// "" unless some processes or ranks were past kMaxSubjects (JobState).
-std::string SubjectCapNote(const JobState& st) {
-  const uint64_t n = st.counters().over_subject_cap;
-  if (n == 0) return "";
-  return fmt::format("subject cap: more than {} processes and ranks; {} line(s) of the others are summarised as one "
-                     "subject, '(more processes and ranks than the subject cap)'",
-                     kMaxSubjects, n);
+// What the state's bounds left out (JobState: kMaxSubjects, kMaxComms,
+// kMaxKeysPerFact), a line each; none when the input stayed within them.
+std::vector<std::string> LimitNotes(const JobState& st) {
+  const Counters& c = st.counters();
+  std::vector<std::string> notes;
+  if (c.over_subject_cap) {
+    notes.push_back(fmt::format("limit: more than {} processes and ranks; {} line(s) of the others are summarised as "
+                                "one subject, '(more processes and ranks than the subject cap)'",
+                                kMaxSubjects, c.over_subject_cap));
+  }
+  if (c.over_comm_cap) {
+    notes.push_back(fmt::format("limit: more than {} communicators; {} line(s) of the others were read for facts and "
+                                "findings but their communicators are not tracked",
+                                kMaxComms, c.over_comm_cap));
+  }
+  if (c.over_key_cap) {
+    notes.push_back(fmt::format("limit: {} value(s) of keyed facts past {} keys on one process were dropped",
+                                c.over_key_cap, kMaxKeysPerFact));
+  }
+  return notes;
 }
 
 std::string HealthLine(const JobState& st) {
@@ -619,7 +640,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   for (const auto& ic : st.identity_conflicts()) {
     out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
   }
-  if (!SubjectCapNote(st).empty()) out += sty.Wrap("33", WrapColumns(SubjectCapNote(st), 0, 2, width)) + "\n";
+  for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
   if (std::string sk = st.skipped().Summary(); !sk.empty())
     out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
 
@@ -721,8 +742,8 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
     out += "- identity: " + text(ic) + "\n";
     notes = true;
   }
-  if (std::string cap = SubjectCapNote(st); !cap.empty()) {
-    out += "- " + text(cap) + "\n";
+  for (const auto& note : LimitNotes(st)) {
+    out += "- " + text(note) + "\n";
     notes = true;
   }
   if (std::string sk = st.skipped().Summary(); !sk.empty()) {

@@ -441,11 +441,11 @@ TEST(Scanner, SubjectsPastTheCapAreSummarisedAndReported) {
   EXPECT_LE(a.state->subjects().size(), kMaxSubjects + 1);
   EXPECT_GE(a.state->counters().over_subject_cap, 5000u);
   const std::string json = RenderJson(*a.state, a.diagnosis);
-  EXPECT_NE(json.find("\"subject_cap\":{\"cap\":131072,\"summarised\":"), std::string::npos);
+  EXPECT_NE(json.find("\"limits\":{\"processes_and_ranks\":{\"cap\":131072,\"over\":"), std::string::npos);
   ReportOptions ro;
-  EXPECT_NE(RenderText(*a.state, a.diagnosis, ro).find("subject cap: more than 131072 processes and ranks"),
+  EXPECT_NE(RenderText(*a.state, a.diagnosis, ro).find("limit: more than 131072 processes and ranks"),
             std::string::npos);
-  EXPECT_NE(RenderMarkdown(*a.state, a.diagnosis).find("subject cap: more than 131072"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(*a.state, a.diagnosis).find("limit: more than 131072"), std::string::npos);
   bool closed = false;
   for (const auto& f : a.diagnosis.findings) closed |= f.rule_id == "NCCL-CONN-CLOSED";
   EXPECT_TRUE(closed);
@@ -470,6 +470,40 @@ TEST(Scanner, LinesWithNumbersTooLargeAreCounted) {
   EXPECT_NE(RenderJson(*a.state, a.diagnosis).find("\"bad_number\":1"), std::string::npos);
   EXPECT_NE(RenderText(*a.state, a.diagnosis, ReportOptions{}).find("unparsed: 1 line(s) with a rank or count too large"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclscan
+
+namespace ncclscan {
+namespace {
+
+// Communicators past kMaxComms are not tracked, and keys of one keyed fact
+// past kMaxKeysPerFact are dropped: both counted and said, so memory stays
+// flat however many a log names (a scan and a merge of partials agree).
+TEST(Scanner, CommunicatorsAndFactKeysPastTheirCapsAreCounted) {
+  TempDir tmp;
+  std::string comms, coll;
+  const size_t extra = 100;
+  for (size_t i = 0; i < kMaxComms + extra; ++i) {
+    comms += "h0:1:1 [0] NCCL INFO comm 0x" + std::to_string(1000000 + i) + " rank 0 nranks 1 cudaDev 0 busId 1b000 commId 0x" +
+             std::to_string(5000000 + i) + " - Init COMPLETE\n";
+  }
+  for (size_t i = 0; i < kMaxKeysPerFact + extra; ++i) {
+    coll += "h1:2:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x7f00 recvbuff 0x7f00 count 8 datatype 7 op 0 root 0 comm 0x" +
+            std::to_string(9000000 + i) + " [nranks=4] stream 0x1\n";
+  }
+  const std::string a = tmp.Write("comms.log", comms), b = tmp.Write("coll.log", coll);
+  Analysis an = Analyze(BuiltInRules(), {a, b}, ScanOptions{});
+  EXPECT_EQ(an.state->comms().size(), kMaxComms);
+  EXPECT_EQ(an.state->counters().over_comm_cap, extra);
+  EXPECT_EQ(an.state->counters().over_key_cap, extra);
+  const std::string json = RenderJson(*an.state, an.diagnosis);
+  EXPECT_NE(json.find("\"communicators\":{\"cap\":65536,\"over\":100}"), std::string::npos);
+  EXPECT_NE(json.find("\"keys_per_fact\":{\"cap\":4096,\"over\":100}"), std::string::npos);
+  const std::string text = RenderText(*an.state, an.diagnosis, ReportOptions{});
+  EXPECT_NE(text.find("limit: more than 65536 communicators; 100 line(s)"), std::string::npos);
+  EXPECT_NE(text.find("limit: 100 value(s) of keyed facts past 4096 keys"), std::string::npos);
 }
 
 }  // namespace
