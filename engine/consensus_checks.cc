@@ -357,6 +357,43 @@ void Checks::NotStarted(const CompiledCorrelation& c) const {
 // same size, counted per (group, a, b). A receive posted from the wrong
 // peer shows as a send nobody receives plus a receive nobody sends: the
 // two are told as one finding against the rank that chose the peer.
+void Checks::PeerMismatches(const CompiledCorrelation& c, const GroupView& g, const PeerOps& extra_send,
+                            const PeerOps& extra_recv, std::set<std::pair<int, int>>* told_send,
+                            std::set<std::pair<int, int>>* told_recv) const {
+  auto tell = [&](const auto& es, const auto& er, int culprit, int victim, std::string value) {
+    Vars vars{{"group", g.id}, {"op", "SEND/RECV"}, {"value", std::move(value)}};
+    Emit(c, {culprit}, {victim}, vars, fmt::format("{} {}->{} peer", g.id, es.first.first, es.first.second),
+         {es.second->evidence, er.second->evidence});
+    told_send->insert(es.first);
+    told_recv->insert(er.first);
+  };
+  // The receiver chose another peer: a->d unreceived, and d receives from b, who never sends.
+  for (const auto& es : extra_send) {
+    const int a = es.first.first, d = es.first.second;
+    for (const auto& er : extra_recv) {
+      if (er.first.second != d || er.first.first == a || told_recv->count(er.first)) continue;
+      tell(es, er, d, a,
+           fmt::format("rank {} sends to rank {}, but rank {} posted its receive from rank {} instead, which sends "
+                       "nothing to it (peer mismatch)",
+                       a, d, d, er.first.first));
+      break;
+    }
+  }
+  // The sender chose another peer: a->x unreceived, and y receives from a.
+  for (const auto& es : extra_send) {
+    if (told_send->count(es.first)) continue;
+    const int a = es.first.first, x = es.first.second;
+    for (const auto& er : extra_recv) {
+      if (er.first.first != a || er.first.second == x || told_recv->count(er.first)) continue;
+      const int y = er.first.second;
+      tell(es, er, a, y,
+           fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead (peer mismatch)", y,
+                       a, a, x));
+      break;
+    }
+  }
+}
+
 void Checks::P2pUnpaired(const CompiledCorrelation& c) const {
   for (const auto& kv : m.groups()) {
     const GroupView& g = kv.second;
@@ -401,41 +438,7 @@ void Checks::P2pUnpaired(const CompiledCorrelation& c) const {
       if (r.size() > n) extra_recv[pr] = r[n];
     }
     std::set<std::pair<int, int>> told_send, told_recv;
-    // The receiver chose another peer: a->d unreceived, and d receives from b, who never sends.
-    for (const auto& es : extra_send) {
-      const int a = es.first.first, d = es.first.second;
-      for (const auto& er : extra_recv) {
-        if (er.first.second != d || er.first.first == a || told_recv.count(er.first)) continue;
-        const int b = er.first.first;
-        Vars vars{{"group", g.id},
-                  {"op", "SEND/RECV"},
-                  {"value", fmt::format("rank {} sends to rank {}, but rank {} posted its receive from rank {} "
-                                        "instead, which sends nothing to it (peer mismatch)",
-                                        a, d, d, b)}};
-        Emit(c, {d}, {a}, vars, fmt::format("{} {}->{} peer", g.id, a, d), {es.second->evidence, er.second->evidence});
-        told_send.insert(es.first);
-        told_recv.insert(er.first);
-        break;
-      }
-    }
-    // The sender chose another peer: a->x unreceived, and y receives from a.
-    for (const auto& es : extra_send) {
-      if (told_send.count(es.first)) continue;
-      const int a = es.first.first, x = es.first.second;
-      for (const auto& er : extra_recv) {
-        if (er.first.first != a || er.first.second == x || told_recv.count(er.first)) continue;
-        const int y = er.first.second;
-        Vars vars{{"group", g.id},
-                  {"op", "SEND/RECV"},
-                  {"value", fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead "
-                                        "(peer mismatch)",
-                                        y, a, a, x)}};
-        Emit(c, {a}, {y}, vars, fmt::format("{} {}->{} peer", g.id, a, x), {es.second->evidence, er.second->evidence});
-        told_send.insert(es.first);
-        told_recv.insert(er.first);
-        break;
-      }
-    }
+    PeerMismatches(c, g, extra_send, extra_recv, &told_send, &told_recv);
     // What is left: a side that posted an op its partner never posted; the partner is the suspect.
     for (const auto& es : extra_send) {
       if (told_send.count(es.first)) continue;
@@ -563,43 +566,10 @@ void Checks::P2pUnpairedColl(const CompiledCorrelation& c) const {
         extra_recv[pr] = Side{r.op, r.n - s.n};
     }
     std::set<std::pair<int, int>> told_send, told_recv;
-    // The receiver chose another peer: a->d unreceived, and d receives from b, who does not send.
-    for (const auto& es : extra_send) {
-      const int a = es.first.first, d = es.first.second;
-      for (const auto& er : extra_recv) {
-        if (er.first.second != d || er.first.first == a || told_recv.count(er.first)) continue;
-        const int b = er.first.first;
-        Vars vars{{"group", g.id},
-                  {"op", "SEND/RECV"},
-                  {"value", fmt::format("rank {} sends to rank {}, but rank {} posted its receive from rank {} "
-                                        "instead, which sends nothing to it (peer mismatch)",
-                                        a, d, d, b)}};
-        Emit(c, {d}, {a}, vars, fmt::format("{} {}->{} peer", g.id, a, d),
-             {es.second.op->evidence, er.second.op->evidence});
-        told_send.insert(es.first);
-        told_recv.insert(er.first);
-        break;
-      }
-    }
-    // The sender chose another peer: a->x unreceived, and y receives from a.
-    for (const auto& es : extra_send) {
-      if (told_send.count(es.first)) continue;
-      const int a = es.first.first, x = es.first.second;
-      for (const auto& er : extra_recv) {
-        if (er.first.first != a || er.first.second == x || told_recv.count(er.first)) continue;
-        const int y = er.first.second;
-        Vars vars{{"group", g.id},
-                  {"op", "SEND/RECV"},
-                  {"value", fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead "
-                                        "(peer mismatch)",
-                                        y, a, a, x)}};
-        Emit(c, {a}, {y}, vars, fmt::format("{} {}->{} peer", g.id, a, x),
-             {es.second.op->evidence, er.second.op->evidence});
-        told_send.insert(es.first);
-        told_recv.insert(er.first);
-        break;
-      }
-    }
+    PeerOps send_ops, recv_ops;
+    for (const auto& es : extra_send) send_ops[es.first] = es.second.op;
+    for (const auto& er : extra_recv) recv_ops[er.first] = er.second.op;
+    PeerMismatches(c, g, send_ops, recv_ops, &told_send, &told_recv);
     for (const auto& es : extra_send) {
       if (told_send.count(es.first)) continue;
       const int a = es.first.first, d = es.first.second;

@@ -52,6 +52,13 @@ struct Checks {
   void NotStarted(const CompiledCorrelation& c) const;
   void P2pUnpaired(const CompiledCorrelation& c) const;
   void P2pUnpairedColl(const CompiledCorrelation& c) const;
+  // Of the sends nobody received and the receives nobody sent, by (src, dst):
+  // where a receiver or a sender chose another peer, names it (a peer
+  // mismatch) and marks both sides told. Dumps and COLL traces share it.
+  using PeerOps = std::map<std::pair<int, int>, const CollectiveCall*>;
+  void PeerMismatches(const CompiledCorrelation& c, const GroupView& g, const PeerOps& extra_send,
+                      const PeerOps& extra_recv, std::set<std::pair<int, int>>* told_send,
+                      std::set<std::pair<int, int>>* told_recv) const;
   void Straggler(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
