@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "engine/report.h"
 #include "tests/test_util.h"
@@ -96,6 +97,20 @@ TEST(Partial, EveryCorpusCaseMergesToItsScan) {
     std::vector<std::string> parts = WriteShares(tmp, "dir", shares);
     std::reverse(parts.begin(), parts.end());
     EXPECT_EQ(MergeJson(parts), want) << "split by directory";
+
+    // 1b. By host: each file goes to the node its own lines name (the first
+    //     host a scan of it alone finds; files naming none go together).
+    std::map<std::string, std::vector<std::string>> by_host;
+    for (const auto& f : files) {
+      Analysis alone = Analyze(BuiltInRules(), {f}, ScanOptions{});
+      const std::set<std::string> hosts = alone.state->Hosts();
+      by_host[hosts.empty() ? "" : *hosts.begin()].push_back(f);
+    }
+    shares.clear();
+    for (auto& kv : by_host) shares.push_back(kv.second);
+    parts = WriteShares(tmp, "host", shares);
+    std::reverse(parts.begin(), parts.end());
+    EXPECT_EQ(MergeJson(parts), want) << "split by host";
 
     // 2. Unevenly in three, interleaved as SLURM_PROCID % 3 of a sorted list
     //    would give (so shares alternate in path order), one share empty when
