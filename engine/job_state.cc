@@ -65,14 +65,22 @@ void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
   e->origin = -1;
   e->origin_line = 0;
   if (!CitableOrigin(ev.origin_file, ev.origin_line)) return;
-  auto it = origin_index_.find(ev.origin_file);
-  if (it == origin_index_.end()) {
-    if (origins_.size() >= kMaxOrigins) return;
-    origins_.emplace_back(ev.origin_file);
-    it = origin_index_.emplace(origins_.back(), static_cast<int>(origins_.size()) - 1).first;
-  }
-  e->origin = it->second;
-  e->origin_line = ev.origin_line;
+  e->origin = InternOrigin(ev.origin_file);
+  if (e->origin >= 0) e->origin_line = ev.origin_line;
+}
+
+int JobState::InternOrigin(std::string_view name) {
+  auto it = origin_index_.find(name);
+  if (it != origin_index_.end()) return it->second;
+  if (origins_.size() >= kMaxOrigins) return -1;
+  origins_.emplace_back(name);
+  origin_index_.emplace(origins_.back(), static_cast<int>(origins_.size()) - 1);
+  return static_cast<int>(origins_.size()) - 1;
+}
+
+void InsertSetValue(std::vector<std::string>* values, std::string_view v) {
+  auto it = std::lower_bound(values->begin(), values->end(), v);
+  if ((it == values->end() || *it != v) && values->size() < kMaxSetValues) values->insert(it, std::string(v));
 }
 
 namespace {
@@ -136,10 +144,7 @@ void MergeValue(const FactSpec& spec, FactValue* into, const FactValue& from) {
       break;
     }
     case MergeMode::kSet:
-      for (const auto& v : from.values) {
-        auto it = std::lower_bound(into->values.begin(), into->values.end(), v);
-        if ((it == into->values.end() || *it != v) && into->values.size() < kMaxSetValues) into->values.insert(it, v);
-      }
+      for (const auto& v : from.values) InsertSetValue(&into->values, v);
       if (SeenBefore(from.seen, into->seen)) {
         into->evidence = from.evidence;
         into->seen = from.seen;
@@ -191,8 +196,6 @@ int JobState::RankSubject(int rank) {
 }
 
 int JobState::NewSubject(std::string key, Subject s) {
-  s.facts = FactSlots<FactValue>(rules_->facts().size());
-  s.keyed = KeyedSlots(rules_->facts().size());
   if (subjects_.size() >= kMaxSubjects) {
     counters_.over_subject_cap++;
     auto it = subject_index_.find(kOverCapKey);
@@ -202,10 +205,10 @@ int JobState::NewSubject(std::string key, Subject s) {
     s = Subject();
     s.label = "(more processes and ranks than the subject cap)";
     s.over_cap = true;
-    s.facts = FactSlots<FactValue>(rules_->facts().size());
-    s.keyed = KeyedSlots(rules_->facts().size());
     key = kOverCapKey;
   }
+  s.facts = FactSlots<FactValue>(rules_->facts().size());
+  s.keyed = KeyedSlots(rules_->facts().size());
   subjects_.push_back(std::move(s));
   int idx = static_cast<int>(subjects_.size()) - 1;
   subject_index_.emplace(std::move(key), idx);
@@ -321,10 +324,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   const bool stream = s->rank < 0 && s->pid < 0 && (spec.merge == MergeMode::kFirst || spec.merge == MergeMode::kLast);
   switch (stream ? MergeMode::kSet : spec.merge) {
     case MergeMode::kSet: {
-      auto it = std::lower_bound(fv->values.begin(), fv->values.end(), value);
-      if ((it == fv->values.end() || *it != value) && fv->values.size() < kMaxSetValues) {
-        fv->values.insert(it, std::string(value));
-      }
+      InsertSetValue(&fv->values, value);
       break;
     }
     case MergeMode::kCount:
@@ -342,9 +342,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
 }
 
 CommInfo* JobState::CommFor(const std::string& id) {
-  auto it = comms_.find(id);
-  if (it != comms_.end()) return &it->second;
-  if (comms_.size() >= kMaxComms) {
+  if (!CanTrackComm(id)) {
     counters_.over_comm_cap++;
     return nullptr;
   }
@@ -403,7 +401,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       // Past the communicator cap a new pointer is not remembered either: its
       // lines fall back to the pointer's own id, as when no Init line named it.
       if (it == ptrs.end()) {
-        if (comms_.size() < kMaxComms || comms_.count(comm_id)) ptrs.emplace(std::string(comm), comm_id);
+        if (CanTrackComm(comm_id)) ptrs.emplace(std::string(comm), comm_id);
       } else {
         it->second = comm_id;
       }

@@ -96,6 +96,10 @@ struct EvidenceRef {
 // last: always; max/min: when numerically above/below; set/count keep no single value).
 bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_view current);
 
+// Adds `v` to a set fact's sorted values unless present or kMaxSetValues
+// are already kept.
+void InsertSetValue(std::vector<std::string>* values, std::string_view v);
+
 struct FactValue {
   std::string value;                 // first/last/max/min
   std::vector<std::string> values;   // set (sorted, bounded)
@@ -353,6 +357,11 @@ class JobState {
   static void TrimWindow(const FactSpec& spec, KeyedValues* m);
   // Sets e's origin from ev's (after ev.CopyTo(e)), interning the file name.
   void Cite(const EvidenceRef& ev, Evidence* e);
+  // The index of grep-prefix file `name` in origins_, added if new; -1 once
+  // kMaxOrigins names are kept.
+  int InternOrigin(std::string_view name);
+  // Whether communicator `id` is tracked or may still be (kMaxComms).
+  bool CanTrackComm(const std::string& id) const { return comms_.size() < kMaxComms || comms_.count(id); }
   void NoteConflict(const std::string& msg);
 
   const RuleSet* rules_;

@@ -16,12 +16,7 @@ namespace {
 // evidence, last takes the later, max/min the strictly greater/smaller).
 void MergeLater(const FactSpec& spec, FactValue* into, FactValue&& later) {
   into->count += later.count;
-  for (auto& v : later.values) {
-    auto it = std::lower_bound(into->values.begin(), into->values.end(), v);
-    if ((it == into->values.end() || *it != v) && into->values.size() < kMaxSetValues) {
-      into->values.insert(it, std::move(v));
-    }
-  }
+  for (const auto& v : later.values) InsertSetValue(&into->values, v);
   if (spec.merge == MergeMode::kCount) {
     into->value = std::to_string(into->count);
   } else if (MergeReplaces(spec, later.value, into->value)) {
@@ -48,15 +43,7 @@ void JobState::Absorb(JobState&& b) {
 
   // Grep-prefix origins are interned as Cite does, up to the same bound.
   std::vector<int> origin_map(b.origins_.size(), -1);
-  for (size_t i = 0; i < b.origins_.size(); ++i) {
-    auto it = origin_index_.find(b.origins_[i]);
-    if (it == origin_index_.end()) {
-      if (origins_.size() >= (size_t{1} << 16)) continue;
-      origins_.push_back(b.origins_[i]);
-      it = origin_index_.emplace(origins_.back(), static_cast<int>(origins_.size()) - 1).first;
-    }
-    origin_map[i] = it->second;
-  }
+  for (size_t i = 0; i < b.origins_.size(); ++i) origin_map[i] = InternOrigin(b.origins_[i]);
   auto fix_seen = [&](Seen* s) {
     if (s->file >= 0) s->file += file_off;
   };
@@ -153,7 +140,7 @@ void JobState::Absorb(JobState&& b) {
   for (auto& kv : b.comm_rank_) {
     auto& m = comm_rank_[sub(kv.first)];
     for (auto& cr : kv.second) {
-      if (comms_.count(cr.first) || comms_.size() < kMaxComms) m[cr.first] = cr.second;
+      if (CanTrackComm(cr.first)) m[cr.first] = cr.second;
     }
   }
   for (const auto& kv : b.subject_global_rank_) {
