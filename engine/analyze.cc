@@ -12,9 +12,7 @@ Analysis Analyze(const RuleSet& rules, const std::vector<std::string>& paths, co
   a.state->skipped() = in.skipped;  // the scan adds what content hygiene skips
   Scanner scanner(&rules, opts);
   scanner.Scan(in.files, a.state.get(), [&](const std::string& msg) { a.errors.push_back(msg); });
-  for (const auto& f : a.state->files()) {
-    if (f.error.empty() || f.bytes > 0) ++a.inputs;
-  }
+  a.inputs = a.state->ReadableFiles();
   a.state->Finalize();
   a.diagnosis = Diagnose(*a.state);
   return a;

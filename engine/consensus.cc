@@ -61,10 +61,10 @@ bool ParseP2p(const std::string& name, bool* send, int* self, int* peer) {
   s.remove_prefix(5);
   // Group ranks that do not fit an int are no ranks (never wrapped).
   int64_t a, b;
-  if (ConsumeIntBelow(&s, int64_t{1} << 24, &a) != IntParse::kOk) return false;
+  if (ConsumeIntBelow(&s, kMaxRanks, &a) != IntParse::kOk) return false;
   if (StartsWith(s, "->") || StartsWith(s, "<-")) s.remove_prefix(2);
   else return false;
-  if (ConsumeIntBelow(&s, int64_t{1} << 24, &b) != IntParse::kOk) return false;
+  if (ConsumeIntBelow(&s, kMaxRanks, &b) != IntParse::kOk) return false;
   *send = is_send;
   *self = static_cast<int>(a);
   *peer = static_cast<int>(b);

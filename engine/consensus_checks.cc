@@ -65,7 +65,7 @@ int Checks::WorldSize() const {
   for (int s : state.LiveSubjects()) {
     const FactValue* v = state.subjects()[s].Get(world);
     long double x;
-    if (v && ParseNumber(v->value, false, &x) && x > 0 && x < (1 << 24)) n = std::max(n, static_cast<int>(x));
+    if (v && ParseNumber(v->value, false, &x) && x > 0 && x < kMaxRanks) n = std::max(n, static_cast<int>(x));
   }
   if (!m.configured_ranks().empty()) n = std::max(n, *m.configured_ranks().rbegin() + 1);
   return n;

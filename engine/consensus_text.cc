@@ -24,7 +24,7 @@ std::vector<int> RankList(const std::string& s) {
   std::string_view v = s;
   while (!v.empty()) {
     int64_t r;
-    if (ConsumeInt(&v, &r) && r >= 0 && r < (1 << 24)) out.push_back(static_cast<int>(r));
+    if (ConsumeInt(&v, &r) && r >= 0 && r < kMaxRanks) out.push_back(static_cast<int>(r));
     while (!v.empty() && (v.front() == ',' || v.front() == ' ')) v.remove_prefix(1);
     if (!v.empty() && !(v.front() >= '0' && v.front() <= '9')) break;
   }

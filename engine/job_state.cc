@@ -377,7 +377,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   if (r.subject_capture > 0 && r.subject_capture < num_groups && groups[r.subject_capture].data()) {
     std::string_view rv(groups[r.subject_capture].data(), groups[r.subject_capture].size());
     int64_t v;
-    if (ConsumeInt(&rv, &v) && v < (1 << 24)) capture_rank = static_cast<int>(v);
+    if (ConsumeInt(&rv, &v) && v < kMaxRanks) capture_rank = static_cast<int>(v);
   }
   int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
 
@@ -413,10 +413,10 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     if (!comm_id.empty()) {
       std::string_view nv = nranks_s;
       int64_t n;
-      if (ci && ConsumeInt(&nv, &n) && n < (1 << 24)) ci->nranks = static_cast<int>(n);
+      if (ci && ConsumeInt(&nv, &n) && n < kMaxRanks) ci->nranks = static_cast<int>(n);
       std::string_view rv = rank_s;
       int64_t rk;
-      if (ConsumeInt(&rv, &rk) && rk < (1 << 24)) {
+      if (ConsumeInt(&rv, &rk) && rk < kMaxRanks) {
         int rank = static_cast<int>(rk);
         if (ci) {
           comm_rank_[si][comm_id] = rank;
@@ -447,7 +447,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     }
     std::string_view gr = render(r.identity[kIdGlobalRank], &b1);
     int64_t g;
-    if (!gr.empty() && ConsumeInt(&gr, &g) && g < (1 << 24)) {
+    if (!gr.empty() && ConsumeInt(&gr, &g) && g < kMaxRanks) {
       auto it = subject_global_rank_.find(target);
       if (it == subject_global_rank_.end()) {
         subject_global_rank_[target] = static_cast<int>(g);
@@ -461,7 +461,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     // vote like a [rankN] prefix; a communicator's own rank line still wins.
     std::string_view rh = render(r.identity[kIdRankHint], &b1);
     int64_t rhv;
-    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < (1 << 24) &&
+    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks &&
         subjects_[si].pid >= 0) {
       subjects_[si].rank_hints[static_cast<int>(rhv)] += 1;
     }

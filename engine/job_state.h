@@ -268,6 +268,12 @@ class JobState {
   int AddFile(const std::string& path);
   FileInfo& file(int i) { return files_[i]; }
   const std::vector<FileInfo>& files() const { return files_; }
+  // Files that were read, wholly or in part (a file that failed before its
+  // first byte is not): a scan with none has no readable input.
+  size_t ReadableFiles() const {
+    return static_cast<size_t>(
+        std::count_if(files_.begin(), files_.end(), [](const FileInfo& f) { return f.error.empty() || f.bytes > 0; }));
+  }
 
   // Inputs that hygiene left out, and walk errors (engine/source.h).
   SkippedInputs& skipped() { return skipped_; }

@@ -498,7 +498,7 @@ bool JobState::Decode(WireReader* r) {
   }
   // Ranks are below 2^24 wherever a scan makes them (ConsumeIntBelow): a
   // decoded one past that could size a per-rank table in the correlations.
-  auto rank_ok = [](int64_t v) { return v >= -1 && v < (int64_t{1} << 24); };
+  auto rank_ok = [](int64_t v) { return v >= -1 && v < kMaxRanks; };
   for (const Subject& s : subjects_) {
     if (!rank_ok(s.rank)) r->Fail();
     for (const auto* hints : {&s.rank_hints, &s.label_hints}) {
@@ -794,25 +794,25 @@ bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, Partia
   return SortSegments(all, err);
 }
 
+// A segment's state, or false with *err naming the partial it came from.
+bool DecodeSegment(const Segment& s, JobState* st, std::string* err) {
+  WireReader r(s.state);
+  if (st->Decode(&r)) return true;
+  *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) + " does not decode)";
+  return false;
+}
+
 // Decodes each segment in turn (its bytes freed once decoded) and folds it in.
 bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::string* err) {
   out->state = std::make_unique<JobState>(&rules);
   out->errors = std::move(all->errors);
   for (Segment& s : all->segments) {
     JobState seg(&rules);
-    WireReader r(s.state);
-    if (!seg.Decode(&r)) {
-      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
-             " does not decode)";
-      return false;
-    }
+    if (!DecodeSegment(s, &seg, err)) return false;
     std::string().swap(s.state);
     out->state->Absorb(std::move(seg));
   }
-  out->inputs = 0;
-  for (const auto& f : out->state->files()) {
-    if (f.error.empty() || f.bytes > 0) ++out->inputs;
-  }
+  out->inputs = out->state->ReadableFiles();
   out->state->Finalize();
   out->diagnosis = Diagnose(*out->state);
   return true;
@@ -840,9 +840,7 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
   for (const InputPath& input : in.files) {
     JobState st(&rules);
     scanner.Scan(std::vector<InputPath>{input}, &st, [&](const std::string& msg) { errors->push_back(msg); });
-    for (const auto& f : st.files()) {
-      if (f.error.empty() || f.bytes > 0) ++*inputs;
-    }
+    *inputs += st.ReadableFiles();
     WireWriter w;
     st.Encode(&w);
     p.segments.push_back({input.path, std::move(w.bytes()), ""});
@@ -871,14 +869,9 @@ bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files
                      std::string* err) {
   PartialFile all;
   if (!ReadAll(rules, files, &all, err)) return false;
-  for (const Segment& s : all.segments) {
+  for (const Segment& s : all.segments) {  // a combined partial holds only states that decode
     JobState seg(&rules);
-    WireReader r(s.state);
-    if (!seg.Decode(&r)) {
-      *err = s.from + ": corrupt partial (the state of " + (s.key.empty() ? "its walk" : s.key) +
-             " does not decode)";
-      return false;
-    }
+    if (!DecodeSegment(s, &seg, err)) return false;
   }
   return WritePartialFile(rules, all, out_path, err);
 }

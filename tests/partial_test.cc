@@ -262,8 +262,6 @@ TEST(Partial, DecoderSurvivesDamagedState) {
   const std::string log = tmp.Write("r.log", "h1:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
                                              "h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0\n"
                                              "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
-  Analysis a = Analyze(BuiltInRules(), {log}, ScanOptions{});
-  (void)a;
   JobState st(&BuiltInRules());
   Scanner(&BuiltInRules(), ScanOptions{}).Scan(std::vector<std::string>{log}, &st, [](const std::string&) {});
   WireWriter w;
