@@ -237,10 +237,7 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
   std::map<std::string, std::map<int, int>> global_of;
   const int n = static_cast<int>(state.subjects().size());
   for (const auto& kv : state.comm_ranks()) {
-    int s = kv.first;
-    for (int hops = 0; hops < 64 && s >= 0 && s < n && state.subjects()[s].merged_away; ++hops) {
-      s = state.subjects()[s].merged_into;
-    }
+    const int s = state.LiveSubject(kv.first);
     if (s < 0 || s >= n || state.subjects()[s].rank < 0) continue;
     for (const auto& cr : kv.second) global_of[cr.first][cr.second] = state.subjects()[s].rank;
   }

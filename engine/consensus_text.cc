@@ -50,13 +50,6 @@ bool IsNcclSide(const FactValue& v) {
   return true;
 }
 
-// The live subject a (possibly merged-away) subject became.
-int LiveOf(const JobState& state, int s) {
-  for (int hops = 0; hops < 64 && s >= 0 && state.subjects()[s].merged_away; ++hops)
-    s = state.subjects()[s].merged_into;
-  return s;
-}
-
 // A rank's last timestamped line the scan kept: the evidence of its facts and
 // of the line findings it printed (per file of the subject: a finding's
 // evidence from several ranks' files is told apart by file). Lines that match
@@ -75,7 +68,7 @@ const Evidence* LastSignOfLife(const JobState& state, int s) {
     const LineFindingAcc& acc = kv.second;
     bool mine = false, only_mine = true;
     for (int x : acc.subjects) {
-      const bool m = LiveOf(state, x) == s;
+      const bool m = state.LiveSubject(x) == s;
       mine |= m;
       only_mine &= m;
     }

@@ -728,18 +728,14 @@ void JobState::Finalize() {
     else if (s.pid >= 0) s.label = s.host + ":" + std::to_string(s.pid);
     if (duplicate[i]) s.label += " (" + s.host + ":" + std::to_string(s.pid) + ")";
   }
-  auto resolve = [&](int i) {
-    while (subjects_[i].merged_away) i = subjects_[i].merged_into;
-    return i;
-  };
   for (auto& kv : comms_) {
     std::set<int> r;
-    for (int i : kv.second.subjects) r.insert(resolve(i));
+    for (int i : kv.second.subjects) r.insert(LiveSubject(i));
     kv.second.subjects = r;
   }
   for (auto& kv : line_findings_) {
     std::set<int> r;
-    for (int i : kv.second.subjects) r.insert(resolve(i));
+    for (int i : kv.second.subjects) r.insert(LiveSubject(i));
     kv.second.subjects = r;
   }
   // A process's host is also its rank subject's host.

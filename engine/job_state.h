@@ -338,6 +338,11 @@ class JobState {
   void AddFlightRecorder(FrFile f) { flight_recorders_.push_back(std::move(f)); }
   const std::vector<FrFile>& flight_recorders() const { return flight_recorders_; }
   std::set<std::string> Hosts() const;
+  // The live subject that subject `s` was merged into (s itself if live).
+  int LiveSubject(int s) const {
+    while (s >= 0 && static_cast<size_t>(s) < subjects_.size() && subjects_[s].merged_away) s = subjects_[s].merged_into;
+    return s;
+  }
   // Live subjects (not merged away), ordered by rank then label.
   std::vector<int> LiveSubjects() const;
 
