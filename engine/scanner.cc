@@ -111,10 +111,24 @@ struct Chunk {
   std::vector<FoldEntry> fold_entries;
   bool carry_set = false;  // some line set the rank context; `carry` is the last one
   CarryRank carry;
+  // The lines the chunk starts with that may continue an interface list left
+  // open by the previous chunk of the file (LineParser::MayContinueInterfaceList):
+  // the serial stage parses them again in that context (ContinueOpenList).
+  struct LeadingLine {
+    std::string_view raw;
+    uint32_t index;
+    Family family;  // as parsed without context
+  };
+  std::vector<LeadingLine> leading;
+  bool all_leading = false;  // every line of the chunk is one of them
+  LineParser::ListContext end_list;  // the list context the chunk's last line left
 
-  // Per-token scratch, reused across chunks.
+  // Per-token scratch, reused across chunks. `parser` starts every chunk with
+  // no context (LineParser::ResetStream); `probe` serves trial parses
+  // (JoinsHardWrap), which must not touch the stream's context.
   Arena arena;
   LineParser parser;
+  LineParser probe;
   MatchScratch scratch;
 
   void Reset() {
@@ -134,6 +148,8 @@ struct Chunk {
     fold_entries.clear();
     carry_set = false;
     carry = CarryRank();
+    leading.clear();
+    all_leading = false;
     arena.Reset();
   }
 };
@@ -492,7 +508,8 @@ struct Strength {
 Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family* family) {
   Strength best;
   *family = Family::kOther;
-  c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
+  c->probe.ResetStream();
+  c->probe.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
     if (piece == 0) *family = pl.family;
     rules.Match(pl, &c->scratch, [&](int ri, const re2::StringPiece* g, int n) {
       const CompiledRule& r = rules.rules()[ri];
@@ -560,6 +577,10 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   // so results do not depend on where chunks end.
   CarryRank& carry = c->carry;
   Folder folder(rules, c);
+  // Context from earlier lines belongs to the file's stream: none here, the
+  // serial stage brings the previous chunk's (see Chunk::leading).
+  c->parser.ResetStream();
+  bool leading = true;
   // In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
   // line too (CR-only files).
   // Only a line longer than kCrSplitMin is looked at for CRs, so ordinary
@@ -605,7 +626,15 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         consumed = 1;  // the continuation's line; evidence cites the first
       }
     }
+    bool candidate = false;
     c->parser.ParseEach(raw, &c->arena, [&](ParsedLine& pl, int piece) {
+      if (piece == 0 && leading && consumed == 0 && LineParser::MayContinueInterfaceList(pl)) {
+        candidate = true;
+        c->leading.push_back(Chunk::LeadingLine{raw, index, pl.family});
+      } else if (piece > 0 && candidate) {  // glued pieces: not a line of only items
+        candidate = false;
+        c->leading.pop_back();
+      }
       if (piece == 0) {
         if (pl.binary) c->counters.binary_lines++;
         if (pl.had_nul) c->counters.nul_lines++;
@@ -648,11 +677,51 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       c->events.push_back(LineEvent{pl, index, mbegin, mend});
       c->events.back().orphan = orphan;
     });
+    if (!candidate) leading = false;
     index += 1 + consumed;
   }
+  c->all_leading = leading;
+  c->end_list = c->parser.list_context();
   folder.Flush();
   if (c->overlong) c->counters.overlong_lines++;
   c->lines = index;
+}
+
+// The serial stage's half of Chunk::leading: the chunk's first lines parsed
+// again in the list context the previous chunk of the file left (*open), as a
+// sequential read would have parsed them. Those that continue the list are
+// applied here, as the joined list line, with the rank context they set
+// (*carry, its pg in *carry_pg); the parallel stage's events for them are then
+// skipped (their line indexes are below the returned bound, 0 if none).
+// *open becomes the context after the chunk when every line of it was leading.
+uint32_t ContinueOpenList(const RuleSet& rules, Chunk* c, uint64_t base, JobState* state, LineParser* parser,
+                          MatchScratch* scratch, LineParser::ListContext* open, CarryRank* carry,
+                          std::string* carry_pg) {
+  if (!open->open() || c->leading.empty()) {
+    if (!c->all_leading) *open = c->end_list;
+    return 0;
+  }
+  parser->ResetStream();
+  parser->SetListContext(*open);
+  uint32_t bound = 0;
+  for (const Chunk::LeadingLine& l : c->leading) {
+    bool continued = false;
+    parser->ParseEach(l.raw, &c->arena, [&](ParsedLine& pl, int piece) {
+      if (piece != 0 || pl.family != Family::kNccl) return;
+      continued = true;
+      c->counters.family_lines[static_cast<int>(l.family)]--;
+      c->counters.family_lines[static_cast<int>(Family::kNccl)]++;
+      carry_pg->assign(pl.pg_id.data(), pl.pg_id.size());
+      *carry = CarryRank{pl.rank_hint, -1, *carry_pg, pl.rank_hint_is_label};
+      rules.Match(pl, scratch, [&](int rule, const re2::StringPiece* g, int n) {
+        state->Apply(c->file, static_cast<int64_t>(base + l.index + 1), pl, rule, g, n);
+      });
+    });
+    if (!continued) break;
+    bound = l.index + 1;
+  }
+  *open = c->all_leading ? parser->list_context() : c->end_list;
+  return bound;
 }
 
 }  // namespace
@@ -686,6 +755,10 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
   int carry_file = -1;
   CarryRank last_carry;
   std::string last_carry_pg;
+  // ... and the interface list it left open (see ContinueOpenList).
+  LineParser::ListContext open_list;
+  LineParser list_parser;
+  MatchScratch list_scratch;
 
   tbb::parallel_pipeline(
       tokens,
@@ -716,8 +789,12 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
             if (c->file != carry_file) {
               carry_file = c->file;
               last_carry = CarryRank();
+              open_list = LineParser::ListContext();
             }
+            const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch,
+                                                        &open_list, &last_carry, &last_carry_pg);
             for (LineEvent& e : c->events) {
+              if (e.line_index < continued) continue;  // applied by ContinueOpenList
               if (e.orphan) last_carry.InheritTo(&e.line);
               if (e.fold >= 0) {
                 const FoldedRun& run = c->folds[e.fold];

@@ -616,6 +616,15 @@ void LineParser::ParseFresh(std::string_view raw, Arena* arena, ParsedLine* out,
   if (!list_.continued) NoteInterfaceList(*out);
 }
 
+void LineParser::ResetStream() {
+  list_ = ListContext();
+  repeat_ = RepeatHeader();
+}
+
+bool LineParser::MayContinueInterfaceList(const ParsedLine& line) {
+  return line.family != Family::kNccl && !line.binary && IsInterfaceListItems(line.text);
+}
+
 void LineParser::NoteInterfaceList(const ParsedLine& line) {
   list_.next = -1;
   if (line.family != Family::kNccl) return;

@@ -73,6 +73,36 @@ class LineParser {
   static constexpr int kMaxListItems = 32;
   static constexpr size_t kMaxListText = 2048;
 
+  // The context a line leaves for the lines after it in the same stream: the
+  // last line when it ended inside a "Using [0]… [1]…" interface list. A next
+  // line of only the following items is that line continued, and parses as the
+  // list joined so far (each continuation re-matches the whole list, so a fact
+  // taken from it ends up with every item). Bounded by kMaxListItems and
+  // kMaxListText: each continuation stores the list so far.
+  //
+  // It belongs to one file's sequential stream, not to the parser: the scanner
+  // resets it at every chunk (ResetStream) and carries it from one chunk to the
+  // next of the same file in its serial stage (list_context / SetListContext),
+  // so results depend neither on the thread count nor on which pooled parser a
+  // chunk gets.
+  struct ListContext {
+    int next = -1;  // index of the next item; -1: no list open
+    std::string text;  // the joined line so far
+    size_t message_at = 0;
+    std::string host, host_hint, src_file;  // the views of `line`, kept
+    ParsedLine line;  // header and wrapper fields; its views are cleared
+    bool continued = false;  // the current line was a continuation
+    bool open() const { return next >= 0; }
+  };
+  const ListContext& list_context() const { return list_; }
+  void SetListContext(const ListContext& c) { list_ = c; }
+  // Forgets everything earlier lines left: the open list and the header cache.
+  void ResetStream();
+  // Whether `line`, parsed without context, could continue an open interface
+  // list (a line of only "[N]name:addr<port>" items): the lines a chunk starts
+  // with that the serial stage parses again with the previous chunk's context.
+  static bool MayContinueInterfaceList(const ParsedLine& line);
+
   // Stage 1 alone: strips outer wrappers, filling text and the hint fields.
   void Unwrap(std::string_view raw, Arena* arena, ParsedLine* out);
 
@@ -100,19 +130,7 @@ class LineParser {
     int dev = -1;
     NcclLevel level = NcclLevel::kNone;
   } repeat_;
-  // The last line when it ended inside a "Using [0]… [1]…" interface list: a
-  // next line of only the following items is that line continued, and parses
-  // as the list joined so far (each continuation re-matches the whole list, so
-  // a fact taken from it ends up with every item). Bounded by kMaxListItems and
-  // kMaxListText: each continuation stores the list so far.
-  struct OpenList {
-    int next = -1;  // index of the next item; -1: no list open
-    std::string text;  // the joined line so far
-    size_t message_at = 0;
-    std::string host, host_hint, src_file;  // the views of `line`, kept
-    ParsedLine line;  // header and wrapper fields; its views are cleared
-    bool continued = false;  // the current line was a continuation
-  } list_;
+  ListContext list_;
 };
 
 // Stage 2 pieces, exposed for tests. Both look at line->text and fill the

@@ -203,4 +203,11 @@ bool ContinuesInterfaceList(std::string_view text, int next, int* following) {
   return true;
 }
 
+bool IsInterfaceListItems(std::string_view text) {
+  std::string_view t = TrimSpace(text);
+  std::string_view probe = t;
+  int first, following;
+  return ConsumeListItem(&probe, &first) && ContinuesInterfaceList(t, first, &following);
+}
+
 }  // namespace ncclscan

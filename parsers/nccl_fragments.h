@@ -55,6 +55,11 @@ int OpenInterfaceList(std::string_view message);
 // index after the last item, or -1 when the text closed the list.
 bool ContinuesInterfaceList(std::string_view text, int next, int* following);
 
+// Whether `text` is a line of only interface-list items, whatever their first
+// index ("[2]veth0:fe80::1%veth0<0> [3]…"): a line that may continue a list
+// opened on an earlier line (ContinuesInterfaceList with that list's index).
+bool IsInterfaceListItems(std::string_view text);
+
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_PARSERS_NCCL_FRAGMENTS_H_

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <random>
+#include <sstream>
 #include <set>
 #include <zlib.h>
 #include <zstd.h>
@@ -10,6 +14,7 @@
 #include "engine/analyze.h"
 #include "engine/report.h"
 #include "rules/rule_loader.h"
+#include "tests/differential.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {
@@ -86,6 +91,125 @@ TEST(Scanner, OutputIndependentOfThreadsAndFileOrder) {
   std::vector<std::string> reversed(paths.rbegin(), paths.rend());
   EXPECT_EQ(a, Json(reversed, j4));
   EXPECT_EQ(a, Json({dir.path()}, j4));
+}
+
+std::string StateDump(const JobState& st);  // below
+
+// Regression: the parser kept a "Using [0]…" interface list open across lines,
+// and that context travelled with pooled chunks into the next file: two files
+// that are each OK gave a WARN together, citing a line that exists in neither,
+// and the result changed with -j.
+TEST(Scanner, AFileDoesNotContinueAnotherFilesInterfaceList) {
+  TempDir dir;
+  const std::string a = dir.Write(
+      "a/x.log",
+      "node-a:11:11 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+      "node-a:11:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n");
+  const std::string b = dir.Write("b/y.log",
+                                  "[1]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>\n"
+                                  "node-b:12:12 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n");
+  ScanOptions j1;
+  j1.jobs = 1;
+  Analysis both = Analyze(Rules(), {a, b}, j1);
+  EXPECT_EQ(both.diagnosis.status, "ok");
+  for (const Finding& f : both.diagnosis.findings) EXPECT_NE(f.rule_id, "NCCL-SOCKET-UNROUTABLE-IF");
+  const std::string want = RenderJson(*both.state, both.diagnosis);
+  for (int jobs : {2, 4, 8}) {
+    for (int run = 0; run < 5; ++run) {
+      ScanOptions o;
+      o.jobs = jobs;
+      EXPECT_EQ(Json({a, b}, o), want) << "-j" << jobs;
+    }
+  }
+  EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 64, dir.path()), "");
+}
+
+// The same list inside one file does continue across any chunk boundary: the
+// serial stage parses a chunk's first lines again in the context the previous
+// chunk of the file left.
+TEST(Scanner, InterfaceListContinuesAcrossChunkBoundaries) {
+  TempDir dir;
+  const std::string path =
+      dir.Write("x.log",
+                "node-a:11:11 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+                "node-a:11:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                "[1]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>\n"
+                "[2]docker0:172.17.0.1<0>\n"
+                "node-a:11:11 [0] NCCL INFO Using network Socket\n"
+                "[E1122 10:15:30.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                "600012 milliseconds before timing out.\n");
+  ScanOptions whole;
+  whole.jobs = 1;
+  Analysis ref = Analyze(Rules(), {path}, whole);
+  bool unroutable = false;
+  for (const Finding& f : ref.diagnosis.findings) unroutable |= f.rule_id == "NCCL-SOCKET-UNROUTABLE-IF";
+  EXPECT_TRUE(unroutable) << "the list's veth item is read with the line it continues";
+  const std::string want = RenderJson(*ref.state, ref.diagnosis);
+  for (size_t chunk = 1; chunk < 420; chunk += 7) {
+    ScanOptions small;
+    small.jobs = 2;
+    small.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, small);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*ref.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), want) << "chunk " << chunk;
+  }
+}
+
+// The determinism property on real lines: runs of lines of the real corpus
+// cases, shuffled between 2-5 files, at random chunk sizes, give the same JSON
+// at -j1, at -j4 and as one partial per file merged in reverse.
+TEST(Scanner, RandomSplitsOfRealLinesAreDeterministic) {
+  namespace fs = std::filesystem;
+  std::vector<std::vector<std::string>> logs;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(NCCLSCAN_SOURCE_DIR) + "/corpus")) {
+    const std::string name = e.path().filename().string();
+    const std::string where = e.path().string();
+    if (!e.is_regular_file() || where.find("/real-") == std::string::npos || name.size() < 4 ||
+        name.substr(name.size() - 4) != ".log") {
+      continue;
+    }
+    std::ifstream in(e.path(), std::ios::binary);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    if (!lines.empty()) logs.push_back(std::move(lines));
+  }
+  std::sort(logs.begin(), logs.end());
+  ASSERT_GT(logs.size(), 20u);
+  // Lines that carry context to the next ones, often enough to end a file: an
+  // interface list re-wrapped one item per line, PyTorch continuation lines.
+  const std::vector<std::string> context = {
+      "node-a:11:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+      "[1]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>",
+      "[2]docker0:172.17.0.1<0>",
+      "[rank1]:[E1122 10:15:31.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
+      "milliseconds before timing out.",
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled cuda error"};
+  for (int i = 0; i < 10; ++i) logs.push_back(context);
+  std::mt19937 rng(20261126);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  for (int round = 0; round < 24; ++round) {
+    TempDir dir;
+    const size_t files = 2 + pick(4);
+    std::vector<std::string> texts(files);
+    for (int run = 0, runs = 2 + static_cast<int>(pick(6)); run < runs; ++run) {
+      const std::vector<std::string>& log = logs[pick(logs.size())];
+      const size_t from = pick(log.size()), len = 1 + pick(40);
+      std::string& t = texts[pick(files)];
+      for (size_t i = from; i < std::min(log.size(), from + len); ++i) t += log[i] + "\n";
+    }
+    // Often a file ends inside an interface list and the next starts with items.
+    for (size_t i = 0; i + 1 < files; ++i) {
+      if (pick(2)) continue;
+      texts[i] += context[0] + "\n";
+      texts[i + 1] = context[1] + "\n" + context[2] + "\n" + texts[i + 1];
+    }
+    std::vector<std::string> paths;
+    for (size_t i = 0; i < files; ++i) paths.push_back(dir.Write("f" + std::to_string(i) + ".log", texts[i]));
+    const size_t chunk = 1 + pick(3000);
+    EXPECT_EQ(DifferentialScan(Rules(), paths, chunk, dir.path()), "") << "round " << round << " chunk " << chunk;
+  }
 }
 
 // Everything Apply() leaves in a JobState that folding could change: every

@@ -28,7 +28,8 @@ for c in case-torch-oom-rank3-torchrun real-dev-shm-exhausted-2node-socket fr-mi
     tail -c +19 "$WORK/$c.partial" | zstd -dq >"$WORK/partial/$c"
 done
 status=0
-for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr partial_fuzz:partial; do
+for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr partial_fuzz:partial \
+  determinism_fuzz:lines; do
   name=${f%%:*}
   seeds=$WORK/${f##*:}
   reg="$ROOT/tests/fuzz/regressions/$name"
