@@ -25,7 +25,9 @@ std::vector<std::string> CaseFiles(const fs::path& dir) {
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || name == "expected.json" || e.path().extension() == ".md") continue;
+    if (!e.is_regular_file() || name == "expected.json" || name == "truth.json" || e.path().extension() == ".md") {
+      continue;
+    }
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -73,13 +75,49 @@ std::string ShareKey(const fs::path& c, const std::string& file) {
   return fs::relative(fs::path(file).parent_path(), c).string();
 }
 
-TEST(Partial, EveryCorpusCaseMergesToItsScan) {
+// Every case directory of the corpus: the regression cases and the real
+// incidents under corpus/incidents/.
+std::vector<fs::path> CorpusCases() {
   const fs::path corpus = fs::path(NCCLSCAN_SOURCE_DIR) / "corpus";
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(corpus)) {
-    if (e.is_directory()) cases.push_back(e.path());
+    if (!e.is_directory()) continue;
+    if (e.path().filename() != "incidents") {
+      cases.push_back(e.path());
+      continue;
+    }
+    for (const auto& i : fs::directory_iterator(e.path())) {
+      if (i.is_directory()) cases.push_back(i.path());
+    }
   }
   std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+// The determinism property on every corpus case: byte-identical JSON at
+// -j1, -j2 and -j8, at the default chunk size and at 4 KiB chunks.
+TEST(Determinism, EveryCorpusCaseIsTheSameAtEveryThreadCount) {
+  for (const fs::path& c : CorpusCases()) {
+    SCOPED_TRACE(c.filename().string());
+    const std::vector<std::string> files = CaseFiles(c);
+    if (files.empty()) continue;
+    for (size_t chunk : {size_t{1} << 17, size_t{4096}}) {
+      std::string want;
+      for (int jobs : {1, 2, 8}) {
+        ScanOptions o;
+        o.jobs = jobs;
+        o.chunk_size = chunk;
+        Analysis a = Analyze(BuiltInRules(), files, o);
+        const std::string got = RenderJson(*a.state, a.diagnosis);
+        if (jobs == 1) want = got;
+        EXPECT_EQ(got, want) << "-j" << jobs << " chunk " << chunk;
+      }
+    }
+  }
+}
+
+TEST(Partial, EveryCorpusCaseMergesToItsScan) {
+  std::vector<fs::path> cases = CorpusCases();
   ASSERT_GT(cases.size(), 100u);
   int checked = 0;
   for (const fs::path& c : cases) {
