@@ -292,8 +292,11 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   }
   Severity threshold = Severity::kError;
   bool never = fail_on == "never";
-  if (!never && !ParseSeverity(fail_on, &threshold)) {
-    Error("unknown --fail-on '" + fail_on + "' (use info, warning, error, critical or never)");
+  // "unknown": errors, and any verdict that is not evidence of health either
+  // (nothing recognised, a run that did not finish, unreadable input): for CI gates.
+  const bool fail_unknown = fail_on == "unknown";
+  if (!never && !fail_unknown && !ParseSeverity(fail_on, &threshold)) {
+    Error("unknown --fail-on '" + fail_on + "' (use info, warning, error, critical, unknown or never)");
     return kExitError;
   }
   if (jobs < 0) {
@@ -381,6 +384,8 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
     return kExitError;
   }
   if (never) return kExitOk;
+  const std::string& st = a.diagnosis.status;
+  if (fail_unknown && (st == "unknown" || st == "incomplete" || st == "partial")) return kExitFindings;
   for (const auto& f : a.diagnosis.findings) {
     if (f.severity >= threshold) return kExitFindings;
   }

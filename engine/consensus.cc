@@ -354,6 +354,7 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out) {
       x.P2pUnpairedColl(c);
     }
     else if (k == "straggler") x.Straggler(c);
+    else if (k == "stopped") x.Stopped(c);
   }
 }
 

@@ -117,14 +117,26 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
     if (const FactValue* o = sub.Get(timeout_op); o && op.empty()) op = o->value;
   }
   if (waiting.empty()) return;
-  const int world = WorldSize();
   const std::set<int> present = PresentRanks();
+  int world = WorldSize();
+  std::string source = " (its own logs say so)";
+  const bool inferred = world == 0 && !present.empty();
+  if (inferred) {
+    // No world size printed anywhere: ranks are numbered from 0, so every rank
+    // below the highest that reported exists. Only by elimination among many
+    // reporters: one rank's log alone says nothing about the others.
+    world = *present.rbegin() + 1;
+    source = fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
+                         *present.rbegin());
+  }
   std::vector<int> missing;
   for (int r = 0; r < world; ++r) {
     if (!present.count(r)) missing.push_back(r);
   }
   if (missing.empty()) return;
-  Vars vars{{"group", "pg 0"},
+  if (inferred && missing.size() >= waiting.size()) return;
+  Vars vars{{"source", source},
+            {"group", "pg 0"},
             {"op", op},
             {"seq", seq},
             {"missing", CompactRanks(missing)},

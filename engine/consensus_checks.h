@@ -60,6 +60,8 @@ struct Checks {
                       const PeerOps& extra_recv, std::set<std::pair<int, int>>* told_send,
                       std::set<std::pair<int, int>>* told_recv) const;
   void Straggler(const CompiledCorrelation& c) const;
+  // The run's story (engine/story.cc): every process stopped inside NCCL init.
+  void Stopped(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;

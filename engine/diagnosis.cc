@@ -146,9 +146,37 @@ std::string DefaultOwner(const std::string& category) {
       {"env", "node-config"},     {"version", "node-config"},    {"topology", "node-config"},
       {"config", "node-config"},  {"cuda", "gpu-hardware"},      {"oom", "application"},
       {"timeout", "application"}, {"desync", "application"},     {"elastic", "launcher"},
-      {"identity", "launcher"},   {"init", "library"}};
+      {"identity", "launcher"},   {"init", "library"},         {"crash", "application"},
+      {"hang", "application"}};
   auto it = kOwner.find(category);
   return it == kOwner.end() ? "library" : it->second;
+}
+
+// What the run did, beyond how bad the worst finding is (DESIGN §10): a
+// process that died on its own is "crashed"; a failure whose primary is a
+// timeout or a rank that never joined is "hung"; a clean result whose run's
+// story stops inside init is "incomplete" (never "ok": healthy needs evidence),
+// with that story as the primary.
+void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
+  if (d->status == "fail") {
+    for (const Finding& f : fs) {
+      if (f.category == "crash" && f.role != Role::kCascade && f.severity >= Severity::kError) {
+        d->status = "crashed";
+        return;
+      }
+    }
+    const std::string& cat = d->primary >= 0 ? fs[d->primary].category : "";
+    if (cat == "timeout" || cat == "desync" || cat == "hang") d->status = "hung";
+    return;
+  }
+  if (d->status != "ok" && d->status != "partial") return;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (fs[i].category == "hang" && d->primary < 0) {
+      if (d->status == "ok") d->status = "incomplete";
+      d->primary = static_cast<int>(i);
+      return;
+    }
+  }
 }
 
 // Findings of one rule with one fingerprint are one problem: subjects, counts
@@ -257,7 +285,6 @@ Diagnosis Diagnose(const JobState& state) {
     if (fs[i].severity > worst) worst = fs[i].severity;
     if (d.primary < 0 && fs[i].severity >= Severity::kWarning) d.primary = static_cast<int>(i);
   }
-  if (d.primary >= 0) fs[d.primary].primary = true;
   d.status = worst >= Severity::kError ? "fail" : (worst >= Severity::kWarning ? "warn" : "ok");
   // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
   // launcher output. Unreadable inputs make a clean result partial.
@@ -270,6 +297,8 @@ Diagnosis Diagnose(const JobState& state) {
     d.status = "unknown";
   }
   if ((d.status == "ok" || d.status == "unknown") && unreadable > 0) d.status = "partial";
+  RefineStatus(&d, fs);
+  if (d.primary >= 0) fs[d.primary].primary = true;
   if (d.primary >= 0) {
     const Finding& p = fs[d.primary];
     std::string where;

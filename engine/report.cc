@@ -596,8 +596,11 @@ std::string HealthLine(const JobState& st) {
 }
 
 std::string StatusName(const Diagnosis& d) {
-  return d.status == "fail"      ? "FAIL"
-         : d.status == "warn"    ? "WARN"
+  return d.status == "fail"         ? "FAIL"
+         : d.status == "crashed"    ? "CRASHED"
+         : d.status == "hung"       ? "HUNG"
+         : d.status == "incomplete" ? "INCOMPLETE"
+         : d.status == "warn"       ? "WARN"
          : d.status == "unknown" ? "UNKNOWN"
          : d.status == "partial" ? "PARTIAL"
                                  : "OK";
@@ -613,7 +616,8 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   std::string out;
   const std::string status = StatusName(d);
   static const std::map<std::string, const char*> kStatusColor = {
-      {"FAIL", "31;1"}, {"WARN", "33;1"}, {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
+      {"FAIL", "31;1"},    {"CRASHED", "31;1"}, {"HUNG", "31;1"}, {"INCOMPLETE", "35;1"},
+      {"WARN", "33;1"},    {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
   out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
                      sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
   out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
@@ -648,7 +652,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   size_t omitted = 0;
   std::vector<const Finding*> infos;
   for (const Finding& f : d.findings) {
-    if (f.severity == Severity::kInfo && !opts.verbose) {
+    if (f.severity == Severity::kInfo && !opts.verbose && !f.primary) {
       infos.push_back(&f);
       continue;
     }

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -677,6 +678,42 @@ bool LineParser::ContinueInterfaceList(Arena* arena, ParsedLine* out) {
   return true;
 }
 
+// Crash handlers name the process the way NCCL's header does: UCX/libucs
+// "[host:pid:thread:tid] Caught signal 11 (…)" (the pid may be padded with
+// blanks), Open MPI "[host:pid] *** Process received signal ***". The line
+// then belongs to that process (host and pid), like its NCCL lines.
+namespace {
+void ParseHandlerPrefix(ParsedLine* out) {
+  std::string_view t = out->text;
+  if (t.size() < 5 || t[0] != '[') return;
+  size_t i = 1;
+  while (i < t.size() && (IsDigit(t[i]) || ((t[i] | 0x20) >= 'a' && (t[i] | 0x20) <= 'z') || t[i] == '-' || t[i] == '_' || t[i] == '.')) ++i;
+  if (i == 1 || i >= t.size() || t[i] != ':') return;
+  const std::string_view host = t.substr(1, i - 1);
+  if (std::all_of(host.begin(), host.end(), IsDigit)) return;  // "[12:34]": a time, not a host
+  size_t j = ++i;
+  int64_t pid = 0;
+  while (j < t.size() && IsDigit(t[j]) && j - i < 10) pid = pid * 10 + (t[j++] - '0');
+  if (j == i) return;
+  while (j < t.size() && t[j] == ' ') ++j;
+  if (j < t.size() && t[j] == ':') {  // UCX: ":thread:tid]"
+    size_t k = j + 1;
+    for (int part = 0; part < 2; ++part) {
+      const size_t d = k;
+      while (k < t.size() && IsDigit(t[k])) ++k;
+      if (k == d || k >= t.size() || t[k] != (part == 0 ? ':' : ']')) return;
+      ++k;
+    }
+  } else if (j >= t.size() || t[j] != ']') {
+    return;
+  }
+  if (out->host.empty() && out->pid < 0) {
+    out->host = host;
+    out->pid = pid;
+  }
+}
+}  // namespace
+
 void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
   *rest = {};
   if (ParseRepeatedHeader(raw, out, rest)) return;
@@ -706,6 +743,7 @@ void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine
   if (ParseHeaderlessNccl(out)) return;
   out->family = ClassifyHeaderless(out->text);
   out->message = out->text;
+  ParseHandlerPrefix(out);
   if (out->family == Family::kTorch) {
     // "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog …": the
     // process-group prefix after other prefixes still names the rank.

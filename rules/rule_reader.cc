@@ -12,13 +12,14 @@ namespace {
 
 const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "version", "timeout",
                                            "desync", "connection", "ib", "cuda", "oom", "init",
-                                           "bootstrap", "topology", "elastic", "config", "identity"};
+                                           "bootstrap", "topology", "elastic", "config", "identity", "crash",
+                                           "hang"};
 const std::set<std::string> kKinds = {"consensus", "condition", "absence", "missing_ranks",
                                       "extreme", "first_in_time", "peer_map", "collective"};
 // The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
 const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
                                                  "p2p_unpaired", "straggler", "missing_dump",
-                                                 "died_first"};
+                                                 "died_first", "stopped"};
 
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
@@ -429,7 +430,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                else if (key == "check") {
                  if (Scalar(v, "check", &c.check) && !kCollectiveChecks.count(c.check.value)) {
                    Error(Pos(v), "E-BAD-VALUE", "unknown collective check '" + c.check.value + "'",
-                         "use one of: never_joined, behind, mismatch, not_started, p2p_unpaired, "
+                         "use one of: never_joined, behind, mismatch, not_started, p2p_unpaired, stopped, "
                          "straggler, missing_dump, died_first");
                  }
                }

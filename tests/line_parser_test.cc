@@ -175,6 +175,31 @@ INSTANTIATE_TEST_SUITE_P(
              "gpu-a17", -1, -2, 3, 3, nullptr, "logs/all.log", 12}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
+// Crash handlers name their process: the line belongs to host:pid.
+TEST(LineParser, CrashHandlerPrefixNamesTheProcess) {
+  struct Case {
+    const char* raw;
+    const char* host;
+    int64_t pid;
+  };
+  for (const Case& c : {Case{"[gpu-7:4242:0:4299] Caught signal 11 (Segmentation fault: address not mapped)", "gpu-7", 4242},
+                        Case{"[node11:265  :0:4597] Caught signal 11 (Segmentation fault)", "node11", 265},
+                        Case{"[c11n14.cluster:2435872] *** Process received signal ***", "c11n14.cluster", 2435872},
+                        Case{"[rank3]: Traceback (most recent call last):", "", -1},
+                        Case{"[12:34] step 5", "", -1},
+                        Case{"[12:34:56] step 5", "", -1},
+                        Case{"[host:12:3] no tid close", "", -1},
+                        Case{"[2024-01-01 10:00:00] INFO x", "", -1}}) {
+    LineParser parser;
+    Arena arena;
+    ParsedLine pl;
+    std::string_view rest;
+    parser.Parse(c.raw, &arena, &pl, &rest);
+    EXPECT_EQ(pl.host, c.host) << c.raw;
+    EXPECT_EQ(pl.pid, c.pid) << c.raw;
+  }
+}
+
 TEST(LineParser, SplitsTwoGluedNcclLines) {
   LineParser parser;
   Arena arena;

@@ -1,0 +1,201 @@
+#include "engine/story.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "engine/consensus_checks.h"
+#include "engine/diagnosis.h"
+
+namespace ncclscan {
+
+namespace {
+
+struct StageFacts {
+  Stage stage;
+  std::initializer_list<const char*> facts;
+};
+
+// The facts (rules/facts.yaml) whose presence proves a stage was reached.
+constexpr StageFacts kStageFacts[] = {
+    {Stage::kBanner, {"nccl_version", "cuda_driver"}},
+    {Stage::kBootstrap, {"bootstrap_if", "socket_if", "network", "net_plugin", "ib_devices", "ib_missing"}},
+    {Stage::kInitStart, {"init_start"}},
+    {Stage::kTopology, {"coll_channels", "algo_proto", "nvls"}},
+    {Stage::kConnect, {"intra_transport", "inter_transport", "p2p_channels", "shm_channels", "gdr"}},
+    {Stage::kInitComplete, {"init_complete"}},
+    {Stage::kCollectives, {"last_opcount", "p2p_last", "timeout_seq", "last_enqueued", "last_completed"}},
+};
+
+// A process's own failure: it errored, crashed, aborted or exited.
+constexpr const char* kAbnormalFacts[] = {"first_error", "crash", "comm_abort", "exitcode", "oom", "elastic_failed"};
+
+const Evidence* Later(const Evidence* a, const Evidence* b) {
+  if (!a) return b;
+  if (!b) return a;
+  if (a->time >= 0 && b->time >= 0 && a->time != b->time) return a->time < b->time ? b : a;
+  if (a->file != b->file) return a->file < b->file ? b : a;
+  return a->line < b->line ? b : a;
+}
+
+// The latest evidence of fact `f` on subject `sub`, keyed or not.
+const Evidence* LatestOf(const Subject& sub, int f) {
+  const Evidence* e = nullptr;
+  if (const FactValue* v = sub.Get(f)) e = &v->evidence;
+  if (const auto* m = sub.keyed.Find(f)) {
+    for (const auto& kv : *m) e = Later(e, &kv.second.evidence);
+  }
+  return e;
+}
+
+}  // namespace
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kNone: return "no NCCL line";
+    case Stage::kBanner: return "the version banner";
+    case Stage::kBootstrap: return "bootstrap (network interfaces chosen)";
+    case Stage::kInitStart: return "communicator init started";
+    case Stage::kTopology: return "topology and graph search";
+    case Stage::kConnect: return "transport connects between peers";
+    case Stage::kInitComplete: return "Init COMPLETE";
+    case Stage::kCollectives: return "collectives";
+  }
+  return "?";
+}
+
+const char* NextAfter(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner: return "the bootstrap interface (\"Bootstrap : Using …\") and \"ncclCommInitRank … Init START\"";
+    case Stage::kBootstrap: return "\"ncclCommInitRank … Init START\" once every rank has reached the bootstrap root";
+    case Stage::kInitStart: return "the topology (\"Trees\", \"Channel 00/02 : 0 1 …\") once all ranks exchanged their info";
+    case Stage::kTopology: return "the transport connects (\"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\" or \"via NET/…\")";
+    case Stage::kConnect: return "\"Connected all rings\" / \"Connected all trees\" and \"Init COMPLETE\"";
+    case Stage::kInitComplete: return "the first collective";
+    case Stage::kCollectives: return "more collectives, then teardown";
+  }
+  return "?";
+}
+
+const char* CausesAt(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner:
+    case Stage::kBootstrap:
+      return "the ranks cannot reach the bootstrap root (MASTER_ADDR/port unreachable, a firewall, a service-mesh "
+             "sidecar intercepting the port, the wrong interface picked), or some ranks were never started";
+    case Stage::kInitStart:
+      return "a rank that never joined the communicator (not started, crashed before init, a different world "
+             "size or unique id), or peers that cannot connect to each other on the bootstrap interface";
+    case Stage::kTopology:
+      return "topology detection or graph search stuck or failing on one node (sysfs/PCI paths in a container, "
+             "an NCCL_TOPO_FILE that does not fit)";
+    case Stage::kConnect:
+      return "a transport that cannot move data: P2P between GPUs blocked by PCIe ACS or the IOMMU, an IB/RoCE "
+             "setting that differs between hosts (GID index, RoCE version, MTU), a too small /dev/shm for SHM";
+    case Stage::kInitComplete:
+      return "a rank that never issued the first collective (a different code path, still loading or computing)";
+    case Stage::kCollectives:
+      return "one rank stopped issuing collectives";
+  }
+  return "?";
+}
+
+const char* TestAt(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner:
+    case Stage::kBootstrap:
+      return "check from each node that MASTER_ADDR:MASTER_PORT (or the NCCL bootstrap address) is reachable "
+             "(nc -zv), pin NCCL_SOCKET_IFNAME to the routable interface, and check that every rank was started";
+    case Stage::kInitStart:
+      return "compare the ranks and nranks every process printed: the rank missing from the Init START lines is "
+             "the one to look at";
+    case Stage::kTopology:
+      return "run with NCCL_DEBUG_SUBSYS=INIT,GRAPH and compare the nodes' topology (NCCL_TOPO_DUMP_FILE)";
+    case Stage::kConnect:
+      return "rerun with NCCL_P2P_DISABLE=1 (then NCCL_SHM_DISABLE=1, NCCL_IB_DISABLE=1) one at a time: the "
+             "setting that unblocks it names the transport; run nccl-tests between the same GPUs or hosts";
+    case Stage::kInitComplete:
+      return "py-spy dump every rank: the one not inside an NCCL call is the culprit";
+    case Stage::kCollectives:
+      return "compare the last opCount / SeqNum of every rank";
+  }
+  return "?";
+}
+
+StoryPoint StoryOf(const JobState& state, int s) {
+  const Subject& sub = state.subjects()[s];
+  const RuleSet& rules = state.rules();
+  StoryPoint p;
+  for (const StageFacts& sf : kStageFacts) {
+    for (const char* name : sf.facts) {
+      const int f = rules.FindFact(name);
+      if (f < 0) continue;
+      const Evidence* e = LatestOf(sub, f);
+      if (!e) continue;
+      p.last = Later(p.last, e);
+      if (sf.stage >= p.stage) {
+        p.stage = sf.stage;
+        p.proof = e;
+      }
+    }
+  }
+  for (const char* name : kAbnormalFacts) {
+    const int f = rules.FindFact(name);
+    if (f >= 0 && sub.Has(f)) p.abnormal = true;
+  }
+  return p;
+}
+
+// stopped: every process's story ends inside NCCL init, with no error of its
+// own, no Init COMPLETE and no collective anywhere: the run did not finish,
+// and the stage they stopped at is where a hang would be. A process that
+// stopped at an earlier stage than most others is named in the text.
+void Checks::Stopped(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  std::vector<std::pair<int, StoryPoint>> stories;
+  for (int s : state.LiveSubjects()) {
+    StoryPoint p = StoryOf(state, s);
+    if (p.abnormal || p.stage >= Stage::kInitComplete) return;
+    if (p.stage != Stage::kNone) stories.emplace_back(s, p);
+  }
+  if (stories.empty()) return;
+  Stage low = Stage::kCollectives, high = Stage::kNone;
+  for (const auto& [s, p] : stories) {
+    low = std::min(low, p.stage);
+    high = std::max(high, p.stage);
+  }
+  std::vector<std::string> behind_names;
+  int at_low = 0;
+  for (const auto& [s, p] : stories) at_low += p.stage == low;
+  std::vector<Evidence> ev;
+  // The lines that prove each process's furthest stage, the laggards first.
+  for (const auto& [s, p] : stories) {
+    if (p.stage != low || low == high) continue;
+    const Subject& sub = state.subjects()[s];
+    behind_names.push_back(sub.rank >= 0 ? "rank " + std::to_string(sub.rank) : sub.host + ":" + std::to_string(sub.pid));
+    if (p.proof) ev.push_back(*p.proof);
+  }
+  for (const auto& [s, p] : stories) {
+    if (p.last && !(p.stage == low && low != high)) ev.push_back(*p.last);
+  }
+  // A laggard is a suspect only when it is the odd one out.
+  const bool odd = low != high && at_low * 2 < static_cast<int>(stories.size());
+  std::string where = odd ? fmt::format(" {} stopped earlier, at {}, while the others reached {}.",
+                                        Join(behind_names), StageName(low), StageName(high))
+                          : "";
+  Vars vars{{"stage", StageName(odd ? high : low)},
+            {"next", NextAfter(odd ? high : low)},
+            {"causes", CausesAt(odd ? low : high)},
+            {"test", TestAt(odd ? low : high)},
+            {"processes", std::to_string(stories.size())},
+            {"behind", where}};
+  // Named in the text, not as suspects: posted excerpts end at different
+  // lines on different ranks as often as hung ranks do.
+  Emit(c, {}, {}, vars, "run", ev);
+}
+
+}  // namespace ncclscan

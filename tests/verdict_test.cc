@@ -1,0 +1,107 @@
+// The verdict (engine/diagnosis.cc RefineStatus, engine/story.cc): what the run
+// did — healthy, hung, crashed, failed, incomplete — and which finding leads,
+// end to end from log text. Each case is a table row: a log, the status, the
+// primary rule and its suspect ranks, and why.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/analyze.h"
+#include "tests/test_util.h"
+
+namespace ncclscan {
+namespace {
+
+std::string Nccl(int rank, const std::string& msg) {
+  return "node-a:" + std::to_string(100 + rank) + ":" + std::to_string(100 + rank) + " [" + std::to_string(rank) +
+         "] NCCL INFO " + msg + "\n";
+}
+
+std::string InitLines(int rank, int nranks, bool complete) {
+  std::string s = Nccl(rank, "NCCL version 2.21.5+cuda12.4");
+  s += Nccl(rank, "Bootstrap : Using eth0:10.0.0.1<0>");
+  s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
+                      " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
+                      " nvmlDev 0 busId 1b000 commId 0xabc - Init START");
+  s += Nccl(rank, "Channel 00/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
+                      std::to_string((rank + 1) % nranks) + "[" + std::to_string((rank + 1) % nranks) + "] via P2P/IPC");
+  if (complete) {
+    s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
+                        " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
+                        " nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE");
+  }
+  return s;
+}
+
+std::string Timeout(int rank, int seq) {
+  return "[rank" + std::to_string(rank) + "]:[E1122 10:15:3" + std::to_string(rank) +
+         ".000000000 ProcessGroupNCCL.cpp:616] [Rank " + std::to_string(rank) +
+         "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing "
+         "out.\n";
+}
+
+struct Row {
+  const char* name;
+  std::vector<std::string> files;  // one log per entry
+  const char* status;
+  const char* primary;  // "" for none
+  const char* suspects;  // compact ranks of the primary's suspects
+};
+
+std::string Ranks(const std::vector<int>& v) {
+  std::string s;
+  for (int r : v) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
+class Verdict : public ::testing::TestWithParam<Row> {};
+
+TEST_P(Verdict, StatusAndPrimary) {
+  const Row& row = GetParam();
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < row.files.size(); ++i) paths.push_back(dir.Write("r" + std::to_string(i) + ".log", row.files[i]));
+  ScanOptions opts;
+  opts.jobs = 1;
+  Analysis a = Analyze(BuiltInRules(), paths, opts);
+  EXPECT_EQ(a.diagnosis.status, row.status);
+  const Finding* p = a.diagnosis.primary >= 0 ? &a.diagnosis.findings[a.diagnosis.primary] : nullptr;
+  EXPECT_EQ(p ? p->rule_id : "", row.primary);
+  if (p) EXPECT_EQ(Ranks(p->suspect_ranks), row.suspects);
+}
+
+const std::string kSegv = "[node-a:102:0:102] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, Verdict,
+    ::testing::Values(
+        // Every rank initialised and nothing wrong: healthy, no primary.
+        Row{"healthy", {InitLines(0, 2, true), InitLines(1, 2, true)}, "ok", "", ""},
+        // Every log stops inside init with no error: the run did not finish.
+        Row{"stopped_in_init", {InitLines(0, 2, false), InitLines(1, 2, false)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
+        // Ranks 1-3 time out in a one-element collective and rank 0 says nothing;
+        // no world size is printed: rank 0 is inferred (ranks count from 0) and
+        // leads, as the culprit, above the victims' timeouts; the run hung.
+        Row{"silent_rank0", {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2)}, "hung", "CONSENSUS-NEVER-JOINED", "0"},
+        // One reporter alone says nothing about the ranks whose logs are absent.
+        Row{"one_reporter", {Timeout(3, 2)}, "hung", "TORCH-WATCHDOG-TIMEOUT", ""},
+        // A segfault on rank 2 before the others time out: crashed, and the
+        // crash leads (critical, root) over the victims' timeouts.
+        Row{"segfault", {InitLines(0, 3, true) + InitLines(1, 3, true) + InitLines(2, 3, true) + kSegv + Timeout(0, 7) +
+                             Timeout(1, 7)},
+            "crashed", "CRASH-SIGNAL-CAUGHT", "2"},
+        // A crash alone, in init: crashed, not incomplete.
+        Row{"segfault_in_init", {InitLines(0, 2, false) + InitLines(1, 2, false) + kSegv}, "crashed",
+            "CRASH-SIGNAL-CAUGHT", ""},
+        // The watchdog seen only as C++ frames: a timeout, the run hung.
+        Row{"watchdog_frames",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             "Exception raised from checkTimeout at /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616 "
+             "(most recent call first):\n"},
+            "hung", "TORCH-WATCHDOG-FRAMES", ""}),
+    [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace ncclscan
