@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <set>
 
 #include "engine/consensus_checks.h"
 #include "engine/diagnosis.h"
@@ -156,10 +157,24 @@ StoryPoint StoryOf(const JobState& state, int s) {
 // stopped at an earlier stage than most others is named in the text.
 void Checks::Stopped(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
+  // A communicator whose init started and completed on no rank (a second
+  // communicator after a first one completed, say): its members are inside
+  // init whatever their earlier communicators reached.
+  std::set<int> in_open_init;
+  for (const auto& kv : state.comms()) {
+    const CommInfo& ci = kv.second;
+    if (!ci.ranks_started.empty() && ci.ranks_completed.empty() && ci.ranks_aborted.empty()) {
+      for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
+    }
+  }
   std::vector<std::pair<int, StoryPoint>> stories;
   for (int s : state.LiveSubjects()) {
     StoryPoint p = StoryOf(state, s);
-    if (p.abnormal || p.stage >= Stage::kInitComplete) return;
+    if (p.abnormal || p.stage == Stage::kCollectives) return;
+    if (p.stage == Stage::kInitComplete) {
+      if (!in_open_init.count(s)) return;
+      p.stage = Stage::kInitStart;  // of the communicator still open
+    }
     if (p.stage != Stage::kNone) stories.emplace_back(s, p);
   }
   if (stories.empty()) return;

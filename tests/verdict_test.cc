@@ -100,7 +100,27 @@ INSTANTIATE_TEST_SUITE_P(
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "Exception raised from checkTimeout at /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616 "
              "(most recent call first):\n"},
-            "hung", "TORCH-WATCHDOG-FRAMES", ""}),
+            "hung", "TORCH-WATCHDOG-FRAMES", ""},
+        // The OOM killer (Slurm's words) while the others time out: crashed.
+        Row{"oom_killed",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) + "srun: error: gpu-node-7: task 1: Out Of Memory\n" +
+             Timeout(0, 9)},
+            "crashed", "CRASH-OOM-KILLED", ""},
+        // Local ranks closing their proxy connections at the end of a healthy
+        // run: NCCL's INFO at every teardown, context only.
+        Row{"service_thread_closed_at_teardown",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             "node-a:100:120 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n"},
+            "ok", "", ""},
+        // A second communicator's init starts on every rank and completes on
+        // none: the run is inside init although the first one completed.
+        Row{"second_comm_init_open",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             Nccl(0, "ncclCommInitRank comm 0x77 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xdef - Init "
+                     "START") +
+             Nccl(1, "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 1c000 commId 0xdef - Init "
+                     "START")},
+            "incomplete", "RUN-STOPPED-IN-INIT", ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
 
 }  // namespace
