@@ -649,6 +649,14 @@ void PeerMap(Ctx& x) {
   if (tie || static_cast<int>(top_n) < x.c.spec.min_reporters) return;
   // The named host must account for most reports, or it is a storm without a centre.
   if (top_n * 2 < all_reporters.size()) return;
+  // One report alone names a culprit only on another host of this job: a host
+  // naming itself says a local process died, not which, and an address no
+  // process of the job owns may be a foreign connection (NVIDIA/nccl#1612).
+  if (top_n == 1) {
+    bool known = hosts.count(top) > 0;
+    for (const auto& kv : x.state.address_owner()) known |= kv.second == top;
+    if (!known || x.state.subjects()[*reporters[top].begin()].host == top) return;
+  }
   std::vector<int> suspects;
   for (int s : x.live) {
     if (x.state.subjects()[s].host == top) suspects.push_back(s);

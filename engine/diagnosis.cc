@@ -253,11 +253,21 @@ Diagnosis Diagnose(const JobState& state) {
         "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + f.category + "|" + NormaliseKey(f.group, job_hosts)));
   }
   MergeSameProblem(&fs);
+  // Rules whose line names a peer that closed or refused the connection: the
+  // printer is that peer's victim (PEER-CLOSED-STORM names the peer).
+  std::set<std::string> names_peer;
+  const int closed_peer = rules.FindFact("closed_peer");
+  for (const CompiledRule& r : rules.rules()) {
+    for (const CompiledFact& cf : r.facts) {
+      if (cf.fact == closed_peer) names_peer.insert(r.spec.id.value);
+    }
+  }
   for (auto& f : fs) {
     if (f.owner.empty()) f.owner = DefaultOwner(f.category);
     // Suspects: a correlation names them; a line finding suspects the ranks
-    // that printed it, unless it is a victim's report (timeouts, cascades).
-    if (f.kind != "line" || (f.role != Role::kCascade && f.category != "timeout")) {
+    // that printed it, unless it is a victim's report (timeouts, cascades, a
+    // connection its peer closed).
+    if (f.kind != "line" || (f.role != Role::kCascade && f.category != "timeout" && !names_peer.count(f.rule_id))) {
       f.suspect_ranks = f.ranks;
       f.suspect_hosts = f.hosts;
     }

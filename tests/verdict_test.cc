@@ -120,7 +120,21 @@ INSTANTIATE_TEST_SUITE_P(
                      "START") +
              Nccl(1, "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 1c000 commId 0xdef - Init "
                      "START")},
-            "incomplete", "RUN-STOPPED-IN-INIT", ""}),
+            "incomplete", "RUN-STOPPED-IN-INIT", ""},
+        // One rank reports its peer closed the connection; the peer is another
+        // host of this job: the peer is the suspect, the reporter a victim.
+        Row{"closed_by_peer_host",
+            {InitLines(0, 2, true) +
+                 "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+                 "node-b<51159>\n",
+             "node-b:101:101 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"},
+            "fail", "PEER-CLOSED-STORM", "1"},
+        // ... but an address no process of the job owns names no one.
+        Row{"closed_by_foreign_address",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+             "10.9.9.9<51159>\n"},
+            "fail", "NCCL-CONN-CLOSED", ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
 
 }  // namespace
