@@ -74,7 +74,7 @@ const char* NextAfter(Stage s) {
     case Stage::kInitStart: return "the topology (\"Trees\", \"Channel 00/02 : 0 1 …\") once all ranks exchanged their info";
     case Stage::kTopology: return "the transport connects (\"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\" or \"via NET/…\")";
     case Stage::kConnect: return "\"Connected all rings\" / \"Connected all trees\" and \"Init COMPLETE\"";
-    case Stage::kInitComplete: return "the first collective";
+    case Stage::kInitComplete: return "the first collective (nccl-tests: its results table)";
     case Stage::kCollectives: return "more collectives, then teardown";
   }
   return "?";
@@ -97,7 +97,8 @@ const char* CausesAt(Stage s) {
       return "a transport that cannot move data: P2P between GPUs blocked by PCIe ACS or the IOMMU, an IB/RoCE "
              "setting that differs between hosts (GID index, RoCE version, MTU), a too small /dev/shm for SHM";
     case Stage::kInitComplete:
-      return "a rank that never issued the first collective (a different code path, still loading or computing)";
+      return "a first collective that cannot complete (P2P over PCIe blocked by ACS or the IOMMU, a network path "
+             "that connects but carries no data) or a rank that never issued it";
     case Stage::kCollectives:
       return "one rank stopped issuing collectives";
   }
@@ -120,7 +121,8 @@ const char* TestAt(Stage s) {
       return "rerun with NCCL_P2P_DISABLE=1 (then NCCL_SHM_DISABLE=1, NCCL_IB_DISABLE=1) one at a time: the "
              "setting that unblocks it names the transport; run nccl-tests between the same GPUs or hosts";
     case Stage::kInitComplete:
-      return "py-spy dump every rank: the one not inside an NCCL call is the culprit";
+      return "rerun with NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1 / NCCL_IB_DISABLE=1: the setting that "
+             "unblocks it names the transport; py-spy dump every rank: one not inside an NCCL call is the culprit";
     case Stage::kCollectives:
       return "compare the last opCount / SeqNum of every rank";
   }
@@ -167,11 +169,21 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
       for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
     }
   }
+  // nccl-tests print their results table right after init: with the banner and
+  // no result, a process past Init COMPLETE is still in its first collective.
+  const int banner = state.rules().FindFact("nccltests_rank");
+  const int result = state.rules().FindFact("nccltests_result");
+  bool nccltests = false, results = false;
+  for (int s : state.LiveSubjects()) {
+    nccltests |= banner >= 0 && state.subjects()[s].Has(banner);
+    results |= result >= 0 && state.subjects()[s].Has(result);
+  }
+  if (results) return;
   std::vector<std::pair<int, StoryPoint>> stories;
   for (int s : state.LiveSubjects()) {
     StoryPoint p = StoryOf(state, s);
     if (p.abnormal || p.stage == Stage::kCollectives) return;
-    if (p.stage == Stage::kInitComplete) {
+    if (p.stage == Stage::kInitComplete && !nccltests) {
       if (!in_open_init.count(s)) return;
       p.stage = Stage::kInitStart;  // of the communicator still open
     }

@@ -134,7 +134,20 @@ INSTANTIATE_TEST_SUITE_P(
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "10.9.9.9<51159>\n"},
-            "fail", "NCCL-CONN-CLOSED", ""}),
+            "fail", "NCCL-CONN-CLOSED", ""},
+        // nccl-tests: banner and Init COMPLETE, no result: stopped in the first collective.
+        Row{"nccltests_no_result",
+            {"#  Rank  0 Group  0 Pid    100 on     node-a device  0 [0x1b] NVIDIA H100\n"
+             "#  Rank  1 Group  0 Pid    101 on     node-a device  1 [0x2c] NVIDIA H100\n" +
+             InitLines(0, 2, true) + InitLines(1, 2, true)},
+            "incomplete", "RUN-STOPPED-IN-INIT", ""},
+        // ... and with its results, a healthy run.
+        Row{"nccltests_results",
+            {"#  Rank  0 Group  0 Pid    100 on     node-a device  0 [0x1b] NVIDIA H100\n" + InitLines(0, 2, true) +
+             InitLines(1, 2, true) +
+             "     8388608       2097152     float     sum      -1    245.1   34.22   64.17      0    243.9   34.39   "
+             "64.48      0\n# Avg bus bandwidth    : 64.3\n"},
+            "ok", "", ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
 
 }  // namespace
