@@ -159,13 +159,17 @@ StoryPoint StoryOf(const JobState& state, int s) {
 // stopped at an earlier stage than most others is named in the text.
 void Checks::Stopped(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
-  // A communicator whose init started and completed on no rank (a second
-  // communicator after a first one completed, say): its members are inside
-  // init whatever their earlier communicators reached.
+  // A communicator whose init completed on no rank (a second communicator
+  // after a first one completed, say), or on fewer ranks than it has: its
+  // members are inside init, as far as the logs show, whatever their earlier
+  // communicators reached.
   std::set<int> in_open_init;
   for (const auto& kv : state.comms()) {
     const CommInfo& ci = kv.second;
-    if (!ci.ranks_started.empty() && ci.ranks_completed.empty() && ci.ranks_aborted.empty()) {
+    // Open: started and completed nowhere, or completed on fewer ranks than it has.
+    const bool open = (!ci.ranks_started.empty() && ci.ranks_completed.empty()) ||
+                      (ci.nranks > 0 && static_cast<int>(ci.ranks_completed.size()) < ci.nranks);
+    if (open && ci.ranks_aborted.empty()) {
       for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
     }
   }

@@ -79,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Every rank initialised and nothing wrong: healthy, no primary.
         Row{"healthy", {InitLines(0, 2, true), InitLines(1, 2, true)}, "ok", "", ""},
+        // One rank of two completed init and nothing else is known: no evidence of health.
+        Row{"half_initialised", {InitLines(0, 2, true)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
         // Every log stops inside init with no error: the run did not finish.
         Row{"stopped_in_init", {InitLines(0, 2, false), InitLines(1, 2, false)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
         // Ranks 1-3 time out in a one-element collective and rank 0 says nothing;
