@@ -95,6 +95,20 @@ TEST(Scanner, OutputIndependentOfThreadsAndFileOrder) {
 
 std::string StateDump(const JobState& st);  // below
 
+// Scans `path` at -j2 in chunks of each size in `chunks` and expects exactly the
+// state and JSON of `ref` (the whole file in one chunk).
+void ExpectEveryChunkSizeAgrees(const std::string& path, const Analysis& ref, const std::vector<size_t>& chunks) {
+  const std::string want = RenderJson(*ref.state, ref.diagnosis);
+  for (size_t chunk : chunks) {
+    ScanOptions small;
+    small.jobs = 2;
+    small.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, small);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*ref.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), want) << "chunk " << chunk;
+  }
+}
+
 // Regression: the parser kept a "Using [0]…" interface list open across lines,
 // and that context travelled with pooled chunks into the next file: two files
 // that are each OK gave a WARN together, citing a line that exists in neither,
@@ -146,15 +160,9 @@ TEST(Scanner, InterfaceListContinuesAcrossChunkBoundaries) {
   bool unroutable = false;
   for (const Finding& f : ref.diagnosis.findings) unroutable |= f.rule_id == "NCCL-SOCKET-UNROUTABLE-IF";
   EXPECT_TRUE(unroutable) << "the list's veth item is read with the line it continues";
-  const std::string want = RenderJson(*ref.state, ref.diagnosis);
-  for (size_t chunk = 1; chunk < 420; chunk += 7) {
-    ScanOptions small;
-    small.jobs = 2;
-    small.chunk_size = chunk;
-    Analysis a = Analyze(Rules(), {path}, small);
-    EXPECT_EQ(StateDump(*a.state), StateDump(*ref.state)) << "chunk " << chunk;
-    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), want) << "chunk " << chunk;
-  }
+  std::vector<size_t> chunks;
+  for (size_t chunk = 1; chunk < 420; chunk += 7) chunks.push_back(chunk);
+  ExpectEveryChunkSizeAgrees(path, ref, chunks);
 }
 
 // The determinism property on real lines: runs of lines of the real corpus
@@ -250,15 +258,7 @@ TEST(Scanner, ContinuationLinesKeepTheirRankAcrossChunkBoundaries) {
   std::string path = dir.Write("job.log", s);
   ScanOptions whole;
   Analysis ref = Analyze(Rules(), {path}, whole);
-  std::string want = RenderJson(*ref.state, ref.diagnosis);
-  for (size_t chunk : {1, 20, 97, 250}) {
-    ScanOptions small;
-    small.jobs = 2;
-    small.chunk_size = chunk;
-    Analysis a = Analyze(Rules(), {path}, small);
-    EXPECT_EQ(StateDump(*a.state), StateDump(*ref.state)) << "chunk " << chunk;
-    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), want) << "chunk " << chunk;
-  }
+  ExpectEveryChunkSizeAgrees(path, ref, {1, 20, 97, 250});
 }
 
 // Folding runs of COLL matches in the parallel stage must leave exactly the
