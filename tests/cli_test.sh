@@ -24,7 +24,8 @@ PY=/usr/bin/python3
 
 PLAN=(
   version help bad_flag bad_format stdin stdin_result_independent_of_pipe_timing
-  fail_on_default_error_exit_1 fail_on_never fail_on_critical markdown
+  fail_on_default_error_exit_1 fail_on_never fail_on_critical incomplete_exit_0_by_default
+  fail_on_unknown_fails_incomplete fail_on_unknown_passes_healthy markdown
   rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
   test_unknown_case status_unknown_on_unrecognised_input
   rules_list_json disable_flag disable_unknown_rule test_disable_unknown_rule disable_list_in_rule_file
@@ -207,6 +208,15 @@ end
 check fail_on_never 0 "$NS" --fail-on never "$GOOD"
 end
 check fail_on_critical 0 "$NS" --fail-on critical "$GOOD"
+end
+# A log that stops inside init: INCOMPLETE, exit 0 by default, 1 under --fail-on unknown.
+printf 'n1:7:7 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nn1:7:7 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n' >"$T/stopped.log"
+check incomplete_exit_0_by_default 0 "$NS" "$T/stopped.log"
+expect out_has '^INCOMPLETE '
+end
+check fail_on_unknown_fails_incomplete 1 "$NS" --fail-on unknown "$T/stopped.log"
+end
+check fail_on_unknown_passes_healthy 0 "$NS" --fail-on unknown "$ROOT/corpus/sim-healthy-perrank-16r2h"
 end
 check markdown 1 "$NS" --format markdown "$GOOD"
 expect out_has '^## ncclscan: FAIL'
