@@ -561,7 +561,7 @@ end
 # Partials: two shares of a case, merged in reverse order, print what one scan
 # prints (text, exit status); bad partials are clear errors, exit 2.
 CASE="$ROOT/corpus/real-dev-shm-exhausted-2node-socket"
-mapfile -t case_logs < <(find "$CASE" -type f ! -name expected.json ! -name '*.md' | LC_ALL=C sort)
+mapfile -t case_logs < <(find "$CASE" -type f ! -name expected.json ! -name truth.json ! -name '*.md' | LC_ALL=C sort)
 "$NS" --color never "${case_logs[@]}" >"$T/scan.txt" 2>/dev/null
 half=$(( (${#case_logs[@]} + 1) / 2 ))
 check partial_merge_equals_scan 0 "$NS" partial -o "$T/p1.partial" "${case_logs[@]:0:$half}"

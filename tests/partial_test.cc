@@ -25,7 +25,7 @@ std::vector<std::string> CaseFiles(const fs::path& dir) {
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || name == "expected.json" || e.path().extension() == ".md") continue;
+    if (!e.is_regular_file() || name == "expected.json" || name == "truth.json" || e.path().extension() == ".md") continue;
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
