@@ -213,7 +213,8 @@ bool ParseRankList(std::string_view compact, std::vector<int>* ranks) {
 
 namespace {
 
-// The primary finding: the one marked "primary", else the one verdict.primary names.
+// The primary finding: the one marked "primary", else the first of the rule
+// verdict.primary names (an older schema has no "primary" on findings).
 bool FindPrimary(element root, std::string_view primary_rule, element* out) {
   simdjson::dom::array findings;
   if (root["findings"].get_array().get(findings) != simdjson::SUCCESS) return false;
@@ -226,7 +227,7 @@ bool FindPrimary(element root, std::string_view primary_rule, element* out) {
   }
   for (auto f : findings) {
     std::string_view rule;
-    if (f["rule"].get_string().get(rule) == simdjson::SUCCESS && rule == primary_rule) {
+    if (!primary_rule.empty() && f["rule"].get_string().get(rule) == simdjson::SUCCESS && rule == primary_rule) {
       *out = f;
       return true;
     }
@@ -270,10 +271,11 @@ bool ReadClaim(std::string_view diagnosis_json, Claim* claim, std::string* err) 
     return false;
   }
   claim->status = std::string(s);
-  std::string_view primary_rule;
-  if (root["verdict"]["primary"].get_string().get(primary_rule) != simdjson::SUCCESS) return true;  // null: none
+  std::string_view primary_rule;  // empty where verdict.primary is null or absent
+  if (root["verdict"]["primary"].get_string().get(primary_rule) != simdjson::SUCCESS) primary_rule = {};
   element f;
   if (!FindPrimary(root, primary_rule, &f)) {
+    if (primary_rule.empty()) return true;  // no primary finding
     *err = "verdict.primary names " + std::string(primary_rule) + " but no finding is the primary";
     return false;
   }
@@ -286,7 +288,13 @@ std::string NormaliseSource(std::string_view address) {
   std::string s(TrimSpace(address));
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (size_t hash = s.find('#'); hash != std::string::npos) s.erase(hash);
-  if (size_t scheme = s.find("://"); scheme != std::string::npos) s.erase(0, scheme + 3);
+  // A scheme is letters, digits, + - . before "://" at the very start.
+  if (size_t scheme = s.find("://");
+      scheme != std::string::npos && std::all_of(s.begin(), s.begin() + scheme, [](unsigned char c) {
+        return std::isalnum(c) || c == '+' || c == '-' || c == '.';
+      })) {
+    s.erase(0, scheme + 3);
+  }
   if (StartsWith(s, "www.")) s.erase(0, 4);
   while (!s.empty() && s.back() == '/') s.pop_back();
   return s;

@@ -55,8 +55,9 @@ TEST(JudgeSplit, NormalisesTheAddress) {
             "github.com/nvidia/nccl/issues/1234");
   EXPECT_EQ(NormaliseSource("http://github.com/NVIDIA/nccl/issues/1234"), "github.com/nvidia/nccl/issues/1234");
   EXPECT_EQ(NormaliseSource("github.com/nvidia/nccl/issues/1234///"), "github.com/nvidia/nccl/issues/1234");
-  // Only a leading www. goes.
+  // Only a leading www. goes, and only a leading scheme.
   EXPECT_EQ(NormaliseSource("https://docs.www.example.com/a"), "docs.www.example.com/a");
+  EXPECT_EQ(NormaliseSource("example.com/r?u=http://x"), "example.com/r?u=http://x");
 }
 
 // Buckets from `printf %s ADDRESS | sha256sum`: int(first 8 hex, 16) % 100,
@@ -267,6 +268,13 @@ TEST(JudgeClaim, FallsBackToRanksAndHosts) {
   Claim none;
   ASSERT_TRUE(ReadClaim(R"({"verdict": {"status": "ok", "primary": null}, "findings": []})", &none, &err));
   EXPECT_FALSE(none.has_primary);
+  // A finding marked primary is the primary even where the verdict does not name it.
+  Claim marked;
+  ASSERT_TRUE(ReadClaim(R"({"verdict": {"status": "hung"},
+      "findings": [{"rule": "Z", "category": "hang", "severity": "error", "primary": true}]})",
+                        &marked, &err));
+  EXPECT_TRUE(marked.has_primary);
+  EXPECT_EQ(marked.rule, "Z");
   EXPECT_FALSE(ReadClaim(R"({"verdict": {"status": "fail", "primary": "Y"}, "findings": []})", &none, &err));
   EXPECT_EQ(err, "verdict.primary names Y but no finding is the primary");
 }
