@@ -317,12 +317,25 @@ bool Contains(const std::vector<std::string>& v, std::string_view x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// A suspect host names a culprit host when the two are equal, or when the
+// suspect is written "name[address]" (the engine's label for one of several
+// machines that share a host name) and the culprit is that address.
+bool SameHost(const std::string& suspect, const std::string& culprit) {
+  if (suspect == culprit) return true;
+  size_t open = suspect.find('[');
+  return open != std::string::npos && suspect.back() == ']' &&
+         std::string_view(suspect).substr(open + 1, suspect.size() - open - 2) == culprit;
+}
+
+bool Same(int a, int b) { return a == b; }
+bool Same(const std::string& suspect, const std::string& culprit) { return SameHost(suspect, culprit); }
+
 // Every element of `part` is in `whole`, and there is at least one.
 template <typename T>
 bool NonEmptySubset(const std::vector<T>& part, const std::vector<T>& whole) {
   if (part.empty()) return false;
   for (const auto& x : part) {
-    if (std::find(whole.begin(), whole.end(), x) == whole.end()) return false;
+    if (std::none_of(whole.begin(), whole.end(), [&](const T& w) { return Same(x, w); })) return false;
   }
   return true;
 }

@@ -88,7 +88,7 @@ struct Judgement {
   bool healthy_right = false;  // no false alarm and status ok / healthy
   // Where the culprit had to be chosen among several ranks or hosts.
   bool culprit_needed = false;
-  bool culprit_right = false;
+  bool culprit_right = false;  // a suspect host "name[address]" names the culprit host "address"
 
   bool Miss() const;
   std::string Expected() const;  // what the truth asks, in words

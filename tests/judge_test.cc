@@ -229,6 +229,23 @@ TEST(JudgeCulprit, RightWrongAndSuperset) {
   EXPECT_FALSE(culprit({3, 4}, {"node-7", "node-8"}));  // superset in both
 }
 
+// Two machines named alike are told apart by address: "ubuntu[10.0.0.2]" is the
+// machine at 10.0.0.2, not the one at 10.0.0.1, and not every "ubuntu".
+TEST(JudgeCulprit, AHostLabelWithAnAddressNamesThatAddress) {
+  Truth t = ParsedTruth(kFailingTruth);
+  t.culprit_ranks = {};
+  t.culprit_hosts = {"10.0.0.2"};
+  auto right = [&](std::vector<std::string> hosts) {
+    return Judge("c", t, PrimaryClaim("fail", "X", "transport", "error", {}, hosts)).culprit_right;
+  };
+  EXPECT_TRUE(right({"ubuntu[10.0.0.2]"}));
+  EXPECT_TRUE(right({"10.0.0.2"}));
+  EXPECT_FALSE(right({"ubuntu[10.0.0.1]"}));
+  EXPECT_FALSE(right({"ubuntu"}));
+  EXPECT_FALSE(right({"ubuntu[10.0.0.2]", "ubuntu[10.0.0.1]"}));
+  EXPECT_FALSE(right({"x10.0.0.2"}));
+}
+
 TEST(JudgeCulprit, NotNeededWithoutAChoice) {
   Truth t = ParsedTruth(kFailingTruth);
   t.choice_needed = false;
