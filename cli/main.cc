@@ -222,7 +222,9 @@ int CmdTest(const std::vector<std::string>& args) {
   std::vector<std::string> dirs, roots, only, disable;
   bool update = false;
   int jobs = 0;
-  std::string color = "auto";
+  std::string color = "auto", judge_json;
+  // -v / --verbose as a scan takes it: for test, the judge's miss lines.
+  desc.add_options()("judge-misses", "")("verbose,v", "")("judge-json", po::value(&judge_json), "");
   desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")("case", po::value(&only), "")(
       "rules", po::value(&dirs), "")("disable", po::value(&disable), "")("jobs,j", po::value(&jobs), "")(
       "color", po::value(&color), "")("root", po::value(&roots), "");
@@ -240,6 +242,8 @@ int CmdTest(const std::vector<std::string>& args) {
   opts.only = only;
   opts.scan.jobs = jobs;
   opts.color = UseColor(color, 1);
+  opts.judge_misses = vm.count("judge-misses") > 0 || vm.count("verbose") > 0;
+  opts.judge_json = judge_json;
   std::string out, err;
   CorpusResult r = RunCorpus(*rules, roots, opts, &out, &err);
   std::cout << out;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -12,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "engine/analyze.h"
+#include "engine/judge.h"
+#include "engine/report.h"
 #include "engine/source.h"
 #include "parsers/text_util.h"
 
@@ -28,11 +31,16 @@ bool IsDir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-void FindCasesRec(const std::string& dir, std::vector<std::string>* out, int depth) {
+// Directories holding one of `markers` under dir, depth first in name order; a
+// case's subdirectories are not searched.
+void FindCasesRec(const std::string& dir, const std::vector<const char*>& markers, std::vector<std::string>* out,
+                  int depth) {
   if (depth > 8) return;
-  if (IsFile(dir + "/expected.json")) {
-    out->push_back(dir);
-    return;
+  for (const char* m : markers) {
+    if (IsFile(dir + "/" + m)) {
+      out->push_back(dir);
+      return;
+    }
   }
   DIR* d = opendir(dir.c_str());
   if (!d) return;
@@ -44,7 +52,7 @@ void FindCasesRec(const std::string& dir, std::vector<std::string>* out, int dep
   std::sort(names.begin(), names.end());
   for (const auto& n : names) {
     std::string p = dir + "/" + n;
-    if (IsDir(p)) FindCasesRec(p, out, depth + 1);
+    if (IsDir(p)) FindCasesRec(p, markers, out, depth + 1);
   }
 }
 
@@ -409,114 +417,203 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
   return out;
 }
 
-}  // namespace
-
-std::vector<std::string> FindCases(const std::string& root) {
+std::vector<std::string> FindMarked(const std::string& root, const std::vector<const char*>& markers) {
   std::vector<std::string> out;
   std::string r = root;
   while (r.size() > 1 && r.back() == '/') r.pop_back();
-  FindCasesRec(r, &out, 0);
+  FindCasesRec(r, markers, &out, 0);
   return out;
 }
+
+// Files of a case that are not its logs.
+bool IsCaseMetadata(const std::string& name) {
+  return name == "expected.json" || name == "truth.json" || name == "SOURCE.md" || name == "README.md";
+}
+
+bool Selected(const CorpusOptions& opts, const std::string& dir) {
+  if (opts.only.empty()) return true;
+  return std::find(opts.only.begin(), opts.only.end(), Basename(dir)) != opts.only.end() ||
+         std::find(opts.only.begin(), opts.only.end(), dir) != opts.only.end();
+}
+
+// Every case directory under the roots (expected.json, truth.json or both), in
+// the order `ncclscan test` always ran them; *expected and *truth say which it holds.
+bool CollectCases(const std::vector<std::string>& roots, const CorpusOptions& opts, std::vector<std::string>* cases,
+                  std::set<std::string>* expected, std::set<std::string>* truth, std::string* err) {
+  bool ok = true;
+  for (const auto& r : roots) {
+    std::vector<std::string> here = FindMarked(r, {"expected.json", "truth.json"});
+    if (here.empty()) {
+      *err += "ncclscan: error: no test cases (directories with expected.json or truth.json) under " + r + "\n";
+      ok = false;
+    }
+    for (const auto& dir : here) {
+      if (IsFile(dir + "/expected.json")) expected->insert(dir);
+      if (IsFile(dir + "/truth.json")) truth->insert(dir);
+    }
+    cases->insert(cases->end(), here.begin(), here.end());
+  }
+  for (const auto& want : opts.only) {
+    bool known = false;
+    for (const auto& dir : *cases) known |= Basename(dir) == want || dir == want;
+    if (!known) {
+      *err += "ncclscan: error: no test case named '" + want + "'\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+Analysis AnalyzeCase(const RuleSet& rules, const std::string& dir, const ScanOptions& scan) {
+  std::vector<std::string> scan_errors;
+  std::vector<std::string> logs;
+  for (const auto& f : ExpandInputs({dir}, &scan_errors)) {
+    if (!IsCaseMetadata(Basename(f))) logs.push_back(f);
+  }
+  return Analyze(rules, logs, scan);
+}
+
+using Paint = std::function<std::string(const char*, const std::string&)>;
+
+// --update: the diagnosis becomes the case's expected.json (a known failure's is kept).
+void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color,
+                CorpusResult* res, std::string* out, std::string* err) {
+  if (!ex.known_failure.empty()) {
+    // Its expectation is the truth the tool does not reach yet: not rewritten.
+    *out += color("33;1", "KEPT") + " " + dir + " (known failure)\n";
+    return;
+  }
+  std::vector<std::string> notes;
+  std::string text = WriteExpectation(ex, a, &notes);
+  std::ofstream o(dir + "/expected.json", std::ios::binary | std::ios::trunc);
+  o << text;
+  o.close();
+  if (!o) {
+    *err += "ncclscan: error: cannot write " + dir + "/expected.json\n";
+    res->errors++;
+    return;
+  }
+  *out += color("33;1", "UPDATED") + " " + dir + "\n";
+  for (const auto& n : notes) *out += "    - " + n + "\n";
+  res->updated++;
+}
+
+// Compares the diagnosis with expected.json: PASS, FAIL, XFAIL or XPASS.
+void CheckCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color,
+               CorpusResult* res, std::string* out) {
+  std::vector<std::string> diffs = Compare(ex, a);
+  if (!ex.known_failure.empty()) {
+    if (diffs.empty()) {
+      res->failed++;
+      *out += color("31;1", "XPASS") + " " + dir + ": passes now; remove its \"known_failure\" note\n";
+    } else {
+      res->known_failures++;
+      *out += color("33;1", "XFAIL") + " " + dir + ": " + ex.known_failure + "\n";
+      for (const auto& dline : diffs) *out += "    - " + dline + "\n";
+    }
+    return;
+  }
+  if (diffs.empty()) {
+    *out += color("32;1", "PASS") + " " + dir + "\n";
+    res->passed++;
+    return;
+  }
+  res->failed++;
+  *out += color("31;1", "FAIL") + " " + dir + (ex.description.empty() ? "" : "  (" + ex.description + ")") + "\n";
+  for (const auto& dline : diffs) *out += "    - " + dline + "\n";
+  *out += "    findings were:\n";
+  if (a.diagnosis.findings.empty()) *out += "      (none)\n";
+  for (const auto& f : a.diagnosis.findings) *out += "      " + Describe(f) + "\n";
+}
+
+// Reads expected.json and runs the case; a malformed expectation is an error.
+void RunExpectedCase(const std::string& dir, const Analysis& a, const CorpusOptions& opts, const Paint& color,
+                     CorpusResult* res, std::string* out, std::string* err) {
+  Expectation ex;
+  std::string why;
+  if (!ParseExpectation(dir + "/expected.json", &ex, &why)) {
+    *err += "ncclscan: error: " + dir + ": " + why + "\n";
+    *out += color("31;1", "ERROR") + " " + dir + ": " + why + "\n";
+    res->errors++;
+    res->failed++;
+    return;
+  }
+  if (opts.update) return UpdateCase(dir, ex, a, color, res, out, err);
+  CheckCase(dir, ex, a, color, res, out);
+}
+
+// Judges the diagnosis against truth.json; a malformed truth is an error, a
+// miss is not (it is counted in the tables).
+void JudgeCase(const std::string& dir, const Analysis& a, const Paint& color, std::vector<Judgement>* judgements,
+               CorpusResult* res, std::string* out, std::string* err) {
+  auto fail = [&](const std::string& why) {
+    *err += "ncclscan: error: " + dir + "/truth.json: " + why + "\n";
+    *out += color("31;1", "ERROR") + " " + dir + "/truth.json: " + why + "\n";
+    res->errors++;
+    res->failed++;
+  };
+  auto text = simdjson::padded_string::load(dir + "/truth.json");
+  if (text.error()) return fail("cannot read");
+  Truth truth;
+  Claim claim;
+  std::string why;
+  if (!ParseTruth(std::string_view(text.value()), &truth, &why)) return fail(why);
+  if (!ReadClaim(RenderJson(*a.state, a.diagnosis), &claim, &why)) return fail(why);
+  judgements->push_back(Judge(Basename(dir), truth, claim));
+}
+
+// The tables after the closing line, the misses under -v, and --judge-json.
+void ReportJudgements(const std::vector<Judgement>& judgements, const CorpusOptions& opts, CorpusResult* res,
+                      std::string* out, std::string* err) {
+  if (judgements.empty()) return;
+  *out += "\n" + RenderJudgeTables(judgements);
+  if (opts.judge_misses) *out += RenderJudgeMisses(judgements);
+  if (opts.judge_json.empty()) return;
+  std::ofstream o(opts.judge_json, std::ios::binary | std::ios::trunc);
+  o << RenderJudgeJson(judgements);
+  o.close();
+  if (!o) {
+    *err += "ncclscan: error: cannot write " + opts.judge_json + "\n";
+    res->errors++;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> FindCases(const std::string& root) { return FindMarked(root, {"expected.json"}); }
+
+std::vector<std::string> FindTruthCases(const std::string& root) { return FindMarked(root, {"truth.json"}); }
 
 CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
                        std::string* out, std::string* err) {
   CorpusResult res;
-  auto color = [&](const char* code, const std::string& s) {
+  Paint color = [&](const char* code, const std::string& s) {
     return opts.color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
   };
   std::vector<std::string> cases;
-  for (const auto& r : roots) {
-    std::vector<std::string> c = FindCases(r);
-    if (c.empty()) {
-      *err += "ncclscan: error: no test cases (directories with expected.json) under " + r + "\n";
-      res.errors++;
-    }
-    cases.insert(cases.end(), c.begin(), c.end());
+  std::set<std::string> expected, truth;
+  if (!CollectCases(roots, opts, &cases, &expected, &truth, err)) {
+    res.errors++;
+    return res;
   }
-  for (const auto& want : opts.only) {
-    bool known = false;
-    for (const auto& dir : cases) known |= Basename(dir) == want || dir == want;
-    if (!known) {
-      *err += "ncclscan: error: no test case named '" + want + "'\n";
-      res.errors++;
-    }
-  }
-  if (res.errors) return res;
+  std::vector<Judgement> judgements;
+  std::set<std::string> judged;  // a case under two roots is run twice, as always, but judged once
   for (const auto& dir : cases) {
-    std::string name = Basename(dir);
-    if (!opts.only.empty() && std::find(opts.only.begin(), opts.only.end(), name) == opts.only.end() &&
-        std::find(opts.only.begin(), opts.only.end(), dir) == opts.only.end()) {
-      continue;
+    // --update rewrites expectations only; truths are never written from the tool.
+    if (!Selected(opts, dir) || (opts.update && !expected.count(dir))) continue;
+    Analysis a = AnalyzeCase(rules, dir, opts.scan);
+    if (expected.count(dir)) RunExpectedCase(dir, a, opts, color, &res, out, err);
+    if (truth.count(dir) && !opts.update && judged.insert(dir).second) {
+      JudgeCase(dir, a, color, &judgements, &res, out, err);
     }
-    Expectation ex;
-    std::string why;
-    if (!ParseExpectation(dir + "/expected.json", &ex, &why)) {
-      *err += "ncclscan: error: " + dir + ": " + why + "\n";
-      *out += color("31;1", "ERROR") + " " + dir + ": " + why + "\n";
-      res.errors++;
-      res.failed++;
-      continue;
-    }
-    std::vector<std::string> scan_errors;
-    std::vector<std::string> files = ExpandInputs({dir}, &scan_errors);
-    std::vector<std::string> logs;
-    for (const auto& f : files) {
-      std::string b = Basename(f);
-      if (b == "expected.json" || b == "SOURCE.md" || b == "README.md") continue;
-      logs.push_back(f);
-    }
-    Analysis a = Analyze(rules, logs, opts.scan);
-    if (opts.update && !ex.known_failure.empty()) {
-      // Its expectation is the truth the tool does not reach yet: not rewritten.
-      *out += color("33;1", "KEPT") + " " + dir + " (known failure)\n";
-      continue;
-    }
-    if (opts.update) {
-      std::vector<std::string> notes;
-      std::string text = WriteExpectation(ex, a, &notes);
-      std::ofstream o(dir + "/expected.json", std::ios::binary | std::ios::trunc);
-      o << text;
-      o.close();
-      if (!o) {
-        *err += "ncclscan: error: cannot write " + dir + "/expected.json\n";
-        res.errors++;
-        continue;
-      }
-      *out += color("33;1", "UPDATED") + " " + dir + "\n";
-      for (const auto& n : notes) *out += "    - " + n + "\n";
-      res.updated++;
-      continue;
-    }
-    std::vector<std::string> diffs = Compare(ex, a);
-    if (!ex.known_failure.empty()) {
-      if (diffs.empty()) {
-        res.failed++;
-        *out += color("31;1", "XPASS") + " " + dir + ": passes now; remove its \"known_failure\" note\n";
-      } else {
-        res.known_failures++;
-        *out += color("33;1", "XFAIL") + " " + dir + ": " + ex.known_failure + "\n";
-        for (const auto& dline : diffs) *out += "    - " + dline + "\n";
-      }
-      continue;
-    }
-    if (diffs.empty()) {
-      *out += color("32;1", "PASS") + " " + dir + "\n";
-      res.passed++;
-      continue;
-    }
-    res.failed++;
-    *out += color("31;1", "FAIL") + " " + dir + (ex.description.empty() ? "" : "  (" + ex.description + ")") + "\n";
-    for (const auto& dline : diffs) *out += "    - " + dline + "\n";
-    *out += "    findings were:\n";
-    if (a.diagnosis.findings.empty()) *out += "      (none)\n";
-    for (const auto& f : a.diagnosis.findings) *out += "      " + Describe(f) + "\n";
   }
   if (res.known_failures) {
     *out += fmt::format("{} known failure{} (XFAIL above: expectations the tool does not meet yet)\n",
                         res.known_failures, res.known_failures == 1 ? "" : "s");
   }
   *out += fmt::format("{} passed, {} failed\n", res.passed, res.failed);
+  ReportJudgements(judgements, opts, &res, out, err);
+  res.judged = static_cast<int>(judgements.size());
   return res;
 }
 

@@ -27,7 +27,7 @@ PLAN=(
   fail_on_default_error_exit_1 fail_on_never fail_on_critical incomplete_exit_0_by_default
   fail_on_unknown_fails_incomplete fail_on_unknown_passes_healthy markdown
   rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
-  test_unknown_case status_unknown_on_unrecognised_input
+  test_unknown_case judge_tables_and_json judge_malformed_truth_is_an_error status_unknown_on_unrecognised_input
   rules_list_json disable_flag disable_unknown_rule test_disable_unknown_rule disable_list_in_rule_file
   disable_list_unknown_rule rule_comparison_with_non_number readme_site_rule_fires_below_18
   readme_site_rule_silent_at_22
@@ -237,6 +237,21 @@ expect err_has "no rule with id 'NO-SUCH-RULE'"
 end
 check test_unknown_case 2 "$NS" test "$ROOT/corpus" --case no-such-case
 expect err_has "no test case named 'no-such-case'"
+end
+# A directory holding truth.json is judged: the tables follow the closing line,
+# -v lists the misses, --judge-json writes the results; a miss is not a failure.
+mkdir -p "$T/judge/a"
+cp "$ROOT"/corpus/incidents/h2-nccl-1292-plugin-symbol-messages-benign-healthy/* "$T/judge/a/"
+check judge_tables_and_json 0 "$NS" test "$T/judge" --color never -v --judge-json "$T/judge.json"
+expect out_has '^0 passed, 0 failed$'
+expect out_has '^study: 1 case$'
+expect out_has '^set aside: 0 cases$'
+expect out_has '^  healthy  *1  *0  *-  *-  *0  *1  *[01]$'
+expect "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"] == "ncclscan.judge/1"; assert [c["case"] for c in d["cases"]] == ["a"]; assert d["totals"]["study"]["total"]["healthy"] == 1' "$T/judge.json"
+end
+printf '{"source": "https://example.com/x", "status": "broken"}\n' >"$T/judge/a/truth.json"
+check judge_malformed_truth_is_an_error 2 "$NS" test "$T/judge" --color never
+expect err_has 'a/truth.json: status: unknown value "broken"'
 end
 printf 'epoch 1 loss 2.5\nall good\n' >"$T/plain.txt"
 check status_unknown_on_unrecognised_input 0 "$NS" --format json "$T/plain.txt"
@@ -571,7 +586,7 @@ end
 # Partials: two shares of a case, merged in reverse order, print what one scan
 # prints (text, exit status); bad partials are clear errors, exit 2.
 CASE="$ROOT/corpus/real-dev-shm-exhausted-2node-socket"
-mapfile -t case_logs < <(find "$CASE" -type f ! -name expected.json ! -name '*.md' | LC_ALL=C sort)
+mapfile -t case_logs < <(find "$CASE" -type f ! -name expected.json ! -name truth.json ! -name '*.md' | LC_ALL=C sort)
 "$NS" --color never "${case_logs[@]}" >"$T/scan.txt" 2>/dev/null
 half=$(( (${#case_logs[@]} + 1) / 2 ))
 check partial_merge_equals_scan 0 "$NS" partial -o "$T/p1.partial" "${case_logs[@]:0:$half}"

@@ -133,7 +133,7 @@ TEST(Source, JobDirWithNotesDiagnosesAsTheLogsAlone) {
 }
 
 // The "done when", on a real corpus case: its directory (with
-// SOURCE.md and expected.json) gives the diagnosis of its logs alone.
+// SOURCE.md, expected.json and truth.json) gives the diagnosis of its logs alone.
 TEST(Source, CorpusCaseDirectoryDiagnosesAsItsLogsAlone) {
   const std::string dir = std::string(NCCLSCAN_SOURCE_DIR) + "/corpus/real-dev-shm-exhausted-2node-socket";
   std::vector<std::string> errors;
@@ -148,7 +148,7 @@ TEST(Source, CorpusCaseDirectoryDiagnosesAsItsLogsAlone) {
   EXPECT_EQ(all.diagnosis.status, alone.diagnosis.status);
   EXPECT_EQ(all.diagnosis.headline, alone.diagnosis.headline);
   EXPECT_EQ(Diagnosis(all), Diagnosis(alone));
-  EXPECT_EQ(Skipped(all, kSkipNotALog), 2u);
+  EXPECT_EQ(Skipped(all, kSkipNotALog), 3u);  // SOURCE.md, expected.json, truth.json
 }
 
 TEST(Source, NotALogByNameAndByContent) {
