@@ -285,11 +285,12 @@ class ChunkReader {
     dumps_.push_back(std::move(f));
   }
 
-  // The current member is done; after a read error, so is its input (an
-  // archive cannot be read past a damaged member).
+  // The current member is done; after a read error, so is its input unless
+  // it reads on (a tar member whose own compression was damaged: the tar
+  // itself goes on to the next header).
   void EndMember() {
     member_open_ = false;
-    if (failed_) CloseInput();
+    if (failed_ && !input_->ReadsOnAfterMemberError()) CloseInput();
   }
 
   // Reads until the buffer holds at least one whole line (or the file ends).
