@@ -1,5 +1,7 @@
 // ncclscan: command-line flags and wiring only; all logic lives in engine/.
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -51,14 +53,28 @@ void WriteReport(const std::string& s) {
   }
 }
 
+// Whether standard output is a pipe whose reader has gone (`ncclscan ... | head`):
+// for a write that failed without leaving its errno behind (std::cout).
+bool StdoutReaderGone() {
+  struct stat st;
+  if (fstat(1, &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+  pollfd p{1, 0, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 // The exit status once everything is written: output that silently went
 // missing must not pass for a result, so a failed write to stdout is reported
 // on stderr and exits 2, and so does a failed write to stderr (unreported).
+// A reader that stopped reading (EPIPE: `ncclscan ... | head -1`) is the
+// exception: it took what it wanted, and the status earned stands, whatever
+// the size of the output (a small report fits in the pipe and never fails).
 int CheckedExit(int rc) {
   errno = 0;
   std::cout.flush();
   bool out_ok = !std::cout.fail() && std::fflush(stdout) == 0 && !std::ferror(stdout);
   if (!out_ok && !g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
+  if (g_stdout_errno && g_stdout_errno != EPIPE && StdoutReaderGone()) g_stdout_errno = EPIPE;
+  if (g_stdout_errno == EPIPE) g_stdout_errno = 0;
   if (g_stdout_errno) {
     Error(std::string("cannot write output: ") + std::strerror(g_stdout_errno));
     rc = kExitError;
@@ -414,7 +430,8 @@ static int Dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // A reader that went away (ncclscan ... | head) makes writes fail with EPIPE,
-  // reported and exit 2, instead of killing the process without a word.
+  // which CheckedExit takes quietly, instead of killing the process (exit 141)
+  // before it can return the status it earned.
   std::signal(SIGPIPE, SIG_IGN);
   return CheckedExit(Dispatch(argc, argv));
 }

@@ -145,6 +145,7 @@ trap on_exit EXIT
 
 # --- conditions (each sets $why when it fails) ---------------------------------
 out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
+no_err() { [ ! -s "$T/err" ] || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 is_json() {
   "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null ||
@@ -526,8 +527,26 @@ end
 closed_pipe() {
   "$PY" -c 'import os,subprocess,sys; r,w=os.pipe(); os.close(r); sys.exit(subprocess.call(sys.argv[1:], stdout=w))' "$@"
 }
-check write_error_closed_pipe 2 closed_pipe "$NS" --format json "$CASE_DIR"
-expect err_has '^ncclscan: error: cannot write output: Broken pipe$'
+# A reader that stopped reading (`ncclscan ... | head -1`) took what it wanted:
+# no error, and the exit status the scan earned (1: findings), the same for a
+# report larger than the pipe buffer (EPIPE) as for one that fits in it.
+big_report="$T/big_report.log"
+"$PY" -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(3000):
+        f.write(f"gpu-b:{i}:{i} [1] NCCL INFO Invalid value x for NCCL_X{i}, using default 1\n")
+        f.write(f"gpu-b:{i}:{i} [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n")' "$big_report"
+check write_error_closed_pipe 1 closed_pipe "$NS" --format json "$CASE_DIR"
+expect no_err
+also_run 1 closed_pipe "$NS" --format json "$big_report"
+expect no_err
+also_run 1 bash -o pipefail -c "'$NS' --format json '$big_report' | head -c 100 >/dev/null"
+expect no_err
+also_run 1 bash -o pipefail -c "'$NS' --format json '$GOOD' | head -c 100 >/dev/null"
+expect no_err
+also_run 0 closed_pipe "$NS" rules --list
+expect no_err
 end
 
 out_lacks() { ! grep -q -- "$1" "$T/out" || { why="stdout: $(grep -m1 -- "$1" "$T/out" | head -c 200)"; return 1; }; }
