@@ -157,6 +157,16 @@ class ChunkPool {
   std::vector<std::unique_ptr<Chunk>> free_;
 };
 
+// Squeezes each run of NUL bytes in buf[0, n) to one NUL; returns the new size.
+size_t SqueezeNulRuns(char* buf, size_t n) {
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (buf[i] == '\0' && out > 0 && buf[out - 1] == '\0') continue;
+    buf[out++] = buf[i];
+  }
+  return out;
+}
+
 // The serial input stage: turns inputs into chunks of whole lines of one file
 // (a plain file, or one member of an archive). It runs concurrently with the
 // serial output stage, so it never touches JobState: names, bytes and errors
@@ -344,6 +354,17 @@ class ChunkReader {
         skipping_ = false;
       }
       const void* last = n ? memrchr(buf.data(), '\n', n) : nullptr;
+      if (!last && n >= opts_.max_line) {
+        // A zero-filled hole (what a file system leaves after a crash) is no
+        // text, and the parser drops NULs anyway: each run of them counts as
+        // one byte, so a hole longer than max_line does not make the line
+        // after it overlong (cut away unseen).
+        size_t m = SqueezeNulRuns(buf.data(), n);
+        if (m < n) {
+          n = m;
+          if (!eof) continue;
+        }
+      }
       // A file whose lines end in CR alone (old Mac, some terminal captures):
       // no '\n' in a whole chunk, so end the chunk after its last CR instead.
       if (!last && (cr_lines_ || n >= std::min(opts_.chunk_size, opts_.max_line))) {

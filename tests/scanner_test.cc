@@ -329,6 +329,36 @@ TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
   }
 }
 
+// A zero-filled hole (what a file system leaves after a crash) is no text:
+// however long it is, the line after it is read (its NULs are dropped as in
+// any line). It used to make one overlong "line" with the next real line
+// once it passed max_line, and that line was cut away unseen.
+TEST(Scanner, ZeroFilledHoleDoesNotSwallowTheNextLine) {
+  TempDir dir;
+  const std::string warn =
+      "gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n";
+  for (size_t hole : {size_t{900} << 10, size_t{2} << 20, size_t{5} << 20}) {
+    for (bool mid_line : {false, true}) {
+      SCOPED_TRACE(std::to_string(hole) + (mid_line ? " mid-line" : ""));
+      std::string log = "gpu-b:2:2 [1] NCCL INFO NCCL version 2.21.5\n";
+      if (mid_line) log += "gpu-b:2:2 [1] NCCL INFO cut sho";
+      log += std::string(hole, '\0') + warn + "gpu-b:2:2 [1] NCCL INFO Using network IB\n";
+      std::string path = dir.Write("hole.log", log);
+      Analysis a = Analyze(Rules(), {path}, ScanOptions());
+      EXPECT_EQ(a.state->counters().overlong_lines, 0u);
+      EXPECT_EQ(a.state->counters().lines, 3u);
+      EXPECT_EQ(a.diagnosis.status, "fail");
+      ASSERT_FALSE(a.diagnosis.findings.empty());
+      EXPECT_EQ(a.diagnosis.findings[0].rule_id, "NCCL-CONN-CLOSED");
+    }
+  }
+  // A real overlong line is still cut and counted.
+  std::string path = dir.Write("long.log", std::string(3 << 20, 'x') + "\n" + warn);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->counters().overlong_lines, 1u);
+  EXPECT_EQ(a.diagnosis.status, "fail");
+}
+
 TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
   TempDir dir;
   // Cut at a fixed column in the middle of "NumelOut" (a real paste).
