@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <queue>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "engine/report.h"
 #include "parsers/text_util.h"
@@ -254,17 +256,23 @@ class TraceBuilder {
   // The track an evidence line belongs to: the only live subject that wrote
   // its file; else the one of those the finding names; else the rank the line
   // names itself; else the finding's only rank; else the job track.
+  // One file may hold every rank of a job (an interleaved log of 100k ranks),
+  // and so may a finding: the candidates are looked at once, each rank found
+  // by binary search in the finding's sorted ranks, so a trace stays linear.
   int TrackFor(const Evidence& e, const Finding* f) {
-    std::vector<int> cands;
+    static const std::vector<int> kNone;
     auto it = file_tracks_.find(e.file);
-    if (it != file_tracks_.end()) cands = it->second;
+    const std::vector<int>& cands = it != file_tracks_.end() ? it->second : kNone;
     if (cands.size() == 1) return cands[0];
     if (f && cands.size() > 1) {
-      std::vector<int> named;
+      const std::vector<int>& ranks = SortedRanks(*f);
+      int named = -1, count = 0;
       for (int t : cands) {
-        if (tracks_[t].rank >= 0 && std::count(f->ranks.begin(), f->ranks.end(), tracks_[t].rank)) named.push_back(t);
+        if (tracks_[t].rank < 0 || !std::binary_search(ranks.begin(), ranks.end(), tracks_[t].rank)) continue;
+        named = t;
+        if (++count > 1) break;
       }
-      if (named.size() == 1) return named[0];
+      if (count == 1) return named;
     }
     // A rank named by the line or by the finding gets its track even if no subject had it.
     int r = RankInText(e.text);
@@ -275,6 +283,14 @@ class TraceBuilder {
       if (pr >= 0 && rank_track_.count(pr)) return rank_track_[pr];
     }
     return JobTrack();
+  }
+
+  const std::vector<int>& SortedRanks(const Finding& f) {
+    auto it = sorted_ranks_.find(&f);
+    if (it != sorted_ranks_.end()) return it->second;
+    std::vector<int> r = f.ranks;
+    std::sort(r.begin(), r.end());
+    return sorted_ranks_.emplace(&f, std::move(r)).first->second;
   }
 
   std::string Cite(const Evidence& e) const { return fmt::format("{}:{}", st_.CitedPath(e, "?"), st_.CitedLine(e)); }
@@ -519,6 +535,13 @@ class TraceBuilder {
 
   // Slices on one thread must nest: each goes to the first lane of its track
   // where it starts after the open slices end or fits inside the innermost.
+  // Linear in slices (times log): slices that overlap without nesting (dumps
+  // of one rank read twice, a thousand process groups) can open a lane each,
+  // and scanning every lane per slice would be quadratic. A lane's open ends
+  // form a stack (innermost on top, the smallest); ends at or before a
+  // slice's start are closed on every lane at once (a heap of the tops), so
+  // the first lane that takes the slice is the first whose top is at least
+  // its end (a max tree over the lanes' tops; no open slice: the maximum).
   void AssignLanes() {
     std::vector<size_t> order;
     for (size_t i = 0; i < events_.size(); ++i) {
@@ -528,21 +551,48 @@ class TraceBuilder {
       const Event &x = events_[a], &y = events_[b];
       return std::make_tuple(x.track, x.ns, -x.dur_ns) < std::make_tuple(y.track, y.ns, -y.dur_ns);
     });
-    std::map<int, std::vector<std::vector<int64_t>>> open;  // track -> lane -> stack of slice ends
-    for (size_t i : order) {
-      Event& e = events_[i];
-      auto& lanes = open[e.track];
-      const int64_t end = e.ns + e.dur_ns;
-      size_t lane = 0;
-      for (; lane < lanes.size(); ++lane) {
-        auto& stack = lanes[lane];
-        while (!stack.empty() && stack.back() <= e.ns) stack.pop_back();
-        if (stack.empty() || stack.back() >= end) break;
+    constexpr int64_t kNoneOpen = std::numeric_limits<int64_t>::max();
+    for (size_t run = 0; run < order.size();) {
+      const int track = events_[order[run]].track;
+      size_t run_end = run;
+      while (run_end < order.size() && events_[order[run_end]].track == track) ++run_end;
+      // At most one lane per slice: the tree's leaves are the lanes' tops.
+      size_t leaves = 1;
+      while (leaves < run_end - run + 1) leaves *= 2;
+      std::vector<int64_t> tree(2 * leaves, kNoneOpen);
+      auto set_top = [&](size_t lane, int64_t v) {
+        size_t i = leaves + lane;
+        tree[i] = v;
+        for (i /= 2; i >= 1; i /= 2) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+      };
+      auto first_at_least = [&](int64_t v) {
+        size_t i = 1;
+        while (i < leaves) i = tree[2 * i] >= v ? 2 * i : 2 * i + 1;
+        return i - leaves;
+      };
+      std::vector<std::vector<int64_t>> lanes;  // lane -> stack of open slice ends
+      using Top = std::pair<int64_t, size_t>;   // (end, lane) when it was a lane's top
+      std::priority_queue<Top, std::vector<Top>, std::greater<Top>> tops;
+      for (; run < run_end; ++run) {
+        Event& e = events_[order[run]];
+        while (!tops.empty() && tops.top().first <= e.ns) {
+          auto [v, lane] = tops.top();
+          tops.pop();
+          auto& stack = lanes[lane];
+          if (stack.empty() || stack.back() != v) continue;  // closed already
+          stack.pop_back();
+          set_top(lane, stack.empty() ? kNoneOpen : stack.back());
+          if (!stack.empty()) tops.push({stack.back(), lane});
+        }
+        const int64_t end = e.ns + e.dur_ns;
+        size_t lane = first_at_least(end);
+        if (lane == lanes.size()) lanes.emplace_back();
+        lanes[lane].push_back(end);
+        set_top(lane, end);
+        tops.push({end, lane});
+        e.lane = static_cast<int>(lane);
+        lanes_used_[track] = std::max(lanes_used_[track], e.lane + 1);
       }
-      if (lane == lanes.size()) lanes.emplace_back();
-      lanes[lane].push_back(end);
-      e.lane = static_cast<int>(lane);
-      lanes_used_[e.track] = std::max(lanes_used_[e.track], e.lane + 1);
     }
   }
 
@@ -654,6 +704,7 @@ class TraceBuilder {
   std::map<int, int> rank_track_;
   std::map<int, int> subject_track_;
   std::map<int, std::vector<int>> file_tracks_;  // file -> tracks of the live subjects that wrote it
+  std::map<const Finding*, std::vector<int>> sorted_ranks_;  // TrackFor's lookups
   std::vector<int> culprits_;
   std::vector<int> dump_track_;  // per Flight Recorder file
   int job_track_ = -1;

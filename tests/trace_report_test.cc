@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/analyze.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 
@@ -309,6 +311,66 @@ TEST(TraceReport, HostileTextStaysValidJson) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->args.at("text").substr(0, 20), "quote \" backslash \\ ");
   EXPECT_EQ(t.other.at("headline"), "\"}],");
+}
+
+// Slices on every thread nest (what a trace viewer requires).
+void ExpectSlicesNest(const Trace& t) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> by_thread;
+  for (const Ev& e : t.events) {
+    if (e.ph == "X") by_thread[{e.pid, e.tid}].push_back({e.ts, -(e.ts + e.dur)});
+  }
+  for (auto& kv : by_thread) {
+    std::sort(kv.second.begin(), kv.second.end());
+    std::vector<double> open;
+    for (const auto& sl : kv.second) {
+      double end = -sl.second;
+      while (!open.empty() && open.back() <= sl.first) open.pop_back();
+      ASSERT_TRUE(open.empty() || open.back() >= end) << "thread " << kv.first.second << " at " << sl.first;
+      open.push_back(end);
+    }
+  }
+}
+
+// Large jobs stay linear: 100k ranks in one interleaved log (each evidence
+// line's track used to be found by scanning every rank per rank), and 100k
+// Flight Recorder entries of one rank that overlap without nesting (each used
+// to scan every lane). The trace is valid: every rank's track, nested slices.
+TEST(TraceReport, HundredThousandRanksAndOverlapsAreValid) {
+  constexpr int kRanks = 100000;
+  TempDir dir;
+  std::string log;
+  for (int r = 0; r < kRanks; ++r) {
+    log += "[rank" + std::to_string(r) + "]:[E1122 11:20:32.133529328 ProcessGroupNCCL.cpp:616] [Rank " +
+           std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, "
+           "NumelOut=1, Timeout(ms)=600000) ran for 600006 milliseconds before timing out.\n";
+  }
+  ScanOptions opts;
+  Analysis a = Analyze(Rules(), {dir.Write("job.log", log)}, opts);
+  Trace t = Parse(RenderTrace(*a.state, a.diagnosis));
+  size_t rank_threads = 0;
+  for (const Ev& e : t.events) rank_threads += e.ph == "M" && e.name == "thread_name" && e.tid < kRanks;
+  EXPECT_EQ(rank_threads, static_cast<size_t>(kRanks));
+  ExpectSlicesNest(t);
+
+  // Dumps of rank 0 read several times over (kMaxTraceEntriesPerDump each).
+  JobState st(&Rules());
+  st.Finalize();
+  const int dumps = kRanks / static_cast<int>(kMaxTraceEntriesPerDump);
+  for (int k = 0; k < dumps; ++k) {
+    FrFile r0;
+    r0.rank = 0;
+    for (int i = 0; i < static_cast<int>(kMaxTraceEntriesPerDump); ++i) {
+      const int g = k * static_cast<int>(kMaxTraceEntriesPerDump) + i;
+      r0.dump.entries.push_back(Entry(g + 1, "completed", kBase + g * kStep, kBase + (kRanks + g) * kStep));
+    }
+    st.AddFlightRecorder(r0);
+  }
+  Trace ft = Parse(RenderTrace(st, Diagnosis{}));
+  size_t slices = 0;
+  for (const Ev& e : ft.events) slices += e.ph == "X";
+  EXPECT_EQ(slices, static_cast<size_t>(kRanks));
+  ExpectSlicesNest(ft);
 }
 
 }  // namespace
