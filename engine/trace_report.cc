@@ -450,7 +450,10 @@ class TraceBuilder {
         a.Str("end", completed
                          ? "completed (seen by the watchdog)"
                          : "never completed: drawn to the estimated dump time (otherData.flight_recorder_dump_time)");
-        if (e.duration_ms >= 0) a.Raw("gpu_duration_ms", fmt::format("{:.3f}", e.duration_ms));
+        // JSON has no inf or NaN (a pickle can hold them): such a duration is left out.
+        if (e.duration_ms >= 0 && std::isfinite(e.duration_ms)) {
+          a.Raw("gpu_duration_ms", fmt::format("{:.3f}", e.duration_ms));
+        }
         if (e.timeout_ms >= 0) a.Int("timeout_ms", e.timeout_ms);
         a.Int("record_id", e.record_id);
         if (!e.top_frame.empty()) a.Str("frame", e.top_frame);

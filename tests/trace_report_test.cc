@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -311,6 +312,36 @@ TEST(TraceReport, HostileTextStaysValidJson) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->args.at("text").substr(0, 20), "quote \" backslash \\ ");
   EXPECT_EQ(t.other.at("headline"), "\"}],");
+}
+
+// JSON has no inf or NaN: a Flight Recorder entry whose duration_ms is one (a
+// pickle BINFLOAT can be) or whose times are not finite numbers gives a trace
+// that still parses, the duration left out. (It used to write
+// "gpu_duration_ms":inf.)
+TEST(TraceReport, NonFiniteNumbersFromADumpStayValidJson) {
+  JobState st(&Rules());
+  st.Finalize();
+  FrFile r0;
+  r0.path = "nccl_trace_rank_0";
+  r0.rank = 0;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  r0.dump.entries = {Entry(1, "completed", kBase, kBase + kStep), Entry(2, "completed", kBase, kBase + kStep),
+                     Entry(3, "completed", kBase, inf), Entry(4, "completed", nan, kBase), Entry(5, "completed", 1e300, kBase)};
+  r0.dump.entries[0].duration_ms = inf;
+  r0.dump.entries[1].duration_ms = nan;
+  st.AddFlightRecorder(r0);
+  std::string out = RenderTrace(st, Diagnosis{});
+  EXPECT_EQ(out.find("inf"), std::string::npos);
+  EXPECT_EQ(out.find("nan"), std::string::npos);
+  Trace t = Parse(out);
+  size_t slices = 0;
+  for (const Ev& e : t.events) {
+    if (e.ph != "X") continue;
+    ++slices;
+    EXPECT_EQ(e.args.count("gpu_duration_ms"), 0u) << e.args.at("seq");
+    EXPECT_GE(e.dur, 0);
+  }
+  EXPECT_EQ(slices, 3u);  // entries 4 and 5 have no start time
 }
 
 // Slices on every thread nest (what a trace viewer requires).
