@@ -83,8 +83,22 @@ std::string EpochTime(int64_t sec) {
   return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", y + (m <= 2), m, d, s / 3600, s / 60 % 60, s % 60);
 }
 
-int64_t LogNs(double t) { return t < 0 ? kNoTime : std::llround(t * 1e9); }
-int64_t DumpNs(double t) { return t < 0 || !std::isfinite(t) ? kNoTime : std::llround(t); }
+// Bounds that keep every sum and difference of times below in int64 (a dump
+// or a log line can say anything): dump times up to 2^62 ns (year 2116 on the
+// epoch clock), log times up to 10^18 ns (log times are seconds of one year),
+// durations up to 10^17 ns (about 3 years; longer ones are drawn that long
+// and say so). Anything else (inf, NaN, beyond) is no time.
+constexpr int64_t kMaxDumpNs = int64_t{1} << 62;
+constexpr int64_t kMaxLogNs = 1000000000000000000;
+constexpr int64_t kMaxDurationNs = 100000000000000000;
+constexpr int64_t kMaxDurationMs = kMaxDurationNs / 1000000;
+
+int64_t LogNs(double t) {
+  return t >= 0 && t * 1e9 < static_cast<double>(kMaxLogNs) ? std::llround(t * 1e9) : kNoTime;
+}
+int64_t DumpNs(double t) { return t >= 0 && t < static_cast<double>(kMaxDumpNs) ? std::llround(t) : kNoTime; }
+// Milliseconds as a duration in nanoseconds, capped at kMaxDurationNs.
+int64_t DurationNs(int64_t ms) { return std::min(ms, kMaxDurationMs) * 1000000; }
 
 // "[1024, 1024]" lists of a Flight Recorder entry's sizes.
 std::string Shapes(const std::vector<std::vector<int64_t>>& v) {
@@ -321,7 +335,7 @@ class TraceBuilder {
       Event ev;
       ev.track = track;
       ev.ph = 'X';
-      ev.dur_ns = ms >= 0 ? ms * 1000000 : 0;
+      ev.dur_ns = ms >= 0 ? DurationNs(ms) : 0;
       ev.ns = end - ev.dur_ns;
       ev.name = w.op + (w.seq.empty() ? "" : " #" + w.seq) + " timed out";
       ev.cat = "watchdog";
@@ -333,6 +347,7 @@ class TraceBuilder {
         a.Int("ran_ms", w.ran_ms);
       else
         a.Str("note", ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
+      if (ms > kMaxDurationMs) a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
       a.Str("text", e.text).Str("at", Cite(e));
       ev.args = a.Done();
       slices[key] = std::move(ev);
@@ -398,7 +413,7 @@ class TraceBuilder {
         int64_t created = DumpNs(e.time_created_ns);
         if (DumpNs(e.time_completed_ns) == kNoTime && e.state != "completed" && created != kNoTime &&
             e.timeout_ms > 0) {
-          int64_t t = created + e.timeout_ms * 1000000;
+          int64_t t = created + DurationNs(e.timeout_ms);
           if (fired == kNoTime || t < fired) fired = t;
         }
       }

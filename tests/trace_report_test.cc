@@ -344,6 +344,42 @@ TEST(TraceReport, NonFiniteNumbersFromADumpStayValidJson) {
   EXPECT_EQ(slices, 3u);  // entries 4 and 5 have no start time
 }
 
+// Durations that do not fit in int64 nanoseconds (a watchdog line's "ran for"
+// of 15 digits, a dump's timeout_ms of 2^62) are drawn capped and say so, never
+// wrapped around (signed overflow: the slice came out 3.9e15 us long).
+TEST(TraceReport, HugeDurationsAreCappedNotWrapped) {
+  JobState st(&Rules());
+  st.Finalize();
+  Diagnosis d;
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0},
+                                   "[rank0]:[E1122 10:15:32.133529328 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog "
+                                   "caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, "
+                                   "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 999999999999999 milliseconds "
+                                   "before timing out.",
+                                   700.5));
+  Trace t = Parse(RenderTrace(st, d));
+  const Ev* s = Find(t, "X", "ALLREDUCE #6 timed out", 0);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->args.at("ran_ms"), "999999999999999");
+  EXPECT_DOUBLE_EQ(s->dur, 1e14);  // 10^17 ns in us
+  EXPECT_NE(s->args.count("capped"), 0u);
+  const Ev* i = Find(t, "i", "TORCH-WATCHDOG-TIMEOUT", 0);
+  ASSERT_NE(i, nullptr);
+  EXPECT_DOUBLE_EQ(s->ts + s->dur, i->ts);
+
+  JobState fr(&Rules());
+  fr.Finalize();
+  FrFile r0;
+  r0.rank = 0;
+  r0.dump.entries = {Entry(1, "started", kBase, -1), Entry(2, "completed", kBase, kBase + 4 * kStep)};
+  r0.dump.entries[0].timeout_ms = int64_t{1} << 62;
+  fr.AddFlightRecorder(r0);
+  Trace ft = Parse(RenderTrace(fr, Diagnosis{}));
+  const Ev* hung = Find(ft, "X", "all_reduce [started]", 0);
+  ASSERT_NE(hung, nullptr);
+  EXPECT_DOUBLE_EQ(hung->dur, 1e14);
+}
+
 // Slices on every thread nest (what a trace viewer requires).
 void ExpectSlicesNest(const Trace& t) {
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> by_thread;
