@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 
+#include "engine/replace_file.h"
 #include "engine/report.h"
 #include "engine/source.h"
 
@@ -628,23 +629,10 @@ bool WriteFile(const std::string& path, const std::string& bytes, std::string* e
     }
     return true;
   }
-  // Written beside and renamed: a reader on shared storage never sees half a file.
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    *err = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fflush(f) == 0 && ok;
-  const int e = errno;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *err = "cannot write " + path + ": " + std::strerror(ok ? errno : e);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  // Written beside and renamed (ReplaceFile): a reader on shared storage never
+  // sees half a file, and a link planted beside it in a shared directory is
+  // never written through.
+  return ReplaceFile(path, bytes, err);
 }
 
 bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::string& path, std::string* err) {

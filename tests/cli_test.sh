@@ -38,6 +38,7 @@ PLAN=(
   permission_denied directory_symlink_loop fifo_on_stdin
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
+  partial_output_never_writes_through_a_planted_link
 )
 pass=0
 fail=0
@@ -597,6 +598,25 @@ end
 check merge_rejects_a_log 2 "$NS" merge "$T/p1.partial" "$GOOD"
 expect err_has "^ncclscan: error: $GOOD: not an ncclscan partial (made by 'ncclscan partial -o FILE')"
 expect out_lacks .
+end
+
+# A link planted at FILE.tmp (or at FILE) in a shared partials directory is
+# never written through: the partial is written to a temporary file created
+# exclusively beside FILE, then renamed.
+mkdir -p "$T/shared"
+echo 'victim data' >"$T/victim.txt"
+echo 'victim 2' >"$T/victim2.txt"
+ln -s ../victim.txt "$T/shared/part-0.partial.tmp"
+ln -s ../victim2.txt "$T/shared/all.partial.tmp"
+ln -s ../victim2.txt "$T/shared/all.partial"
+check partial_output_never_writes_through_a_planted_link 0 "$NS" partial -o "$T/shared/part-0.partial" "$GOOD"
+also_run 0 "$NS" merge -o "$T/shared/all.partial" "$T/shared/part-0.partial"
+expect grep -qx 'victim data' "$T/victim.txt"
+expect grep -qx 'victim 2' "$T/victim2.txt"
+expect test -f "$T/shared/part-0.partial" -a ! -L "$T/shared/part-0.partial"
+expect test -f "$T/shared/all.partial" -a ! -L "$T/shared/all.partial"
+also_run 1 "$NS" merge --format json "$T/shared/all.partial"
+expect json_eq 'd["input"]["lines"]' 2
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"
