@@ -43,11 +43,14 @@ struct CorpusResult {
 // Appends the per-case report and the closing "N passed, N failed" line to *out,
 // and runner errors (no cases, an unknown --case name, an unreadable
 // expected.json) to *err. `update` rewrites expected.json losslessly: every key
-// kept, what changed listed under the case.
+// kept, what changed listed under the case; a file that is not a regular file,
+// or holds keys no expectation has, is refused (an error), never rewritten.
 CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
                        std::string* out, std::string* err);
 
-// Finds case directories (those holding expected.json) under root, sorted.
+// Finds case directories (those holding expected.json) under root, sorted:
+// each real directory once (link loops end), symbolic links followed only
+// where they stay inside root.
 std::vector<std::string> FindCases(const std::string& root);
 
 }  // namespace ncclscan

@@ -32,7 +32,7 @@ PLAN=(
   readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
-  corpus_case_passes broken_rule_fails_with_diff
+  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
@@ -419,6 +419,40 @@ expect out_has "^FAIL $case_dir"
 expect out_has 'primary: expected rule DIVERGENT-RANK, got WATCHDOG-SEQ-SPLIT'
 expect out_has '^    findings were:'
 expect out_has '^0 passed, 1 failed$'
+end
+
+# `test --update` rewrites only expectations inside the corpus: a case
+# directory that links out is not followed, an expected.json that is a link or
+# holds keys no expectation has is refused (exit 2), the rest is updated.
+W="$T/upd"
+mkdir -p "$W/corpus/case1" "$W/corpus/case3" "$W/corpus/case4" "$W/outside/victim"
+L='gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>'
+for c in case1 case3 case4; do echo "$L" >"$W/corpus/$c/rank1.log"; done
+echo '{"description": "c1"}' >"$W/corpus/case1/expected.json"
+echo '{"description": "c4", "api_key_name": "keep me"}' >"$W/corpus/case4/expected.json"
+echo '{"description": "someone else s file", "api_key_name": "keep me"}' >"$W/outside/victim/expected.json"
+echo '{"name": "my-app", "version": "1.2.3"}' >"$W/outside/package.json"
+cp "$W/outside/victim/expected.json" "$W/victim.orig"
+cp "$W/outside/package.json" "$W/package.orig"
+cp "$W/corpus/case4/expected.json" "$W/case4.orig"
+ln -s ../outside/victim "$W/corpus/case2"
+ln -s ../../outside/package.json "$W/corpus/case3/expected.json"
+check test_update_never_follows_links_out 2 "$NS" test --update "$W/corpus" --color never
+expect cmp -s "$W/outside/victim/expected.json" "$W/victim.orig"
+expect cmp -s "$W/outside/package.json" "$W/package.orig"
+expect cmp -s "$W/corpus/case4/expected.json" "$W/case4.orig"
+expect test -L "$W/corpus/case3/expected.json"
+expect err_has "not updated: $W/corpus/case3/expected.json: it is not a regular file"
+expect err_has "not updated: $W/corpus/case4/expected.json: its keys \\[api_key_name\\] are not an expectation's"
+expect out_has "^UPDATED $W/corpus/case1$"
+expect grep -q NCCL-CONN-CLOSED "$W/corpus/case1/expected.json"
+end
+
+# A directory with links back to itself is walked once, not k^8 times.
+mkdir -p "$T/loopc/x"
+for i in 1 2 3 4 5 6 7 8 9 10; do ln -s . "$T/loopc/x/l$i"; done
+check test_walks_link_loops_once 2 timeout 20 "$NS" test "$T/loopc" --color never
+expect err_has 'no test cases'
 end
 
 # --- bad-input matrix -------------------------------------------------------------
