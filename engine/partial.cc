@@ -1,5 +1,7 @@
 #include "engine/partial.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+
+#include <fmt/format.h>
 
 #include "engine/replace_file.h"
 #include "engine/report.h"
@@ -611,10 +615,53 @@ std::string RulesSignature(const RuleSet& rules) {
 namespace {
 
 struct Segment {
-  std::string key;    // the input's path
+  std::string key;    // the input's path, NUL, what the input is (InputIdentity)
   std::string state;  // JobState::Encode
   std::string from;   // the partial file it was read from
 };
+
+// The two halves of a segment key.
+std::string_view KeyPath(std::string_view key) { return key.substr(0, key.find('\0')); }
+std::string_view KeyIdentity(std::string_view key) {
+  size_t nul = key.find('\0');
+  return nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+}
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// What an input is, beyond its path (the same path names different files on
+// two nodes; one file has many spellings): a regular file is its host, device
+// and inode ("file gpu-a 2049 1234"); anything else (stdin, a pipe) its data,
+// a hash of its scanned state ("data 1f2e..."): two stdin partials differ
+// unless they read the same bytes. Deterministic: the same input on the same
+// machine gives the same partial.
+std::string InputIdentity(const std::string& path, std::string_view state) {
+  struct stat st;
+  if (path != "-" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return fmt::format("file {} {} {}", host, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  }
+  return fmt::format("data {:016x}", Fnv1a(state));
+}
+
+// "./a/./b.log" -> "a/b.log": the spelling a scan prefers among duplicates.
+std::string WithoutDotSegments(std::string_view p) {
+  std::string out;
+  while (p.substr(0, 2) == "./") p.remove_prefix(2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '/' && p.substr(i + 1, 2) == "./") {
+      ++i;
+      continue;
+    }
+    out += p[i];
+  }
+  return out;
+}
 
 struct PartialFile {
   std::vector<std::string> errors;
@@ -749,16 +796,49 @@ bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& p
   return true;
 }
 
-// Puts the segments in the order one scan reads their inputs; an input in two
-// partials is an error.
-bool SortSegments(PartialFile* all, std::string* err) {
-  std::stable_sort(all->segments.begin(), all->segments.end(),
-                   [](const Segment& a, const Segment& b) { return a.key < b.key; });
-  for (size_t i = 1; i < all->segments.size(); ++i) {
-    const Segment& a = all->segments[i - 1];
-    const Segment& b = all->segments[i];
-    if (!a.key.empty() && a.key == b.key) {
-      *err = "input " + a.key + " is in two partials (" + a.from + ", " + b.from +
+// Puts the segments in the order one scan reads their inputs (by path, then
+// by what the input is). One input in several segments (one file under two
+// spellings, a partial merged twice) is kept once, as a scan keeps each real
+// file once: the spelling a scan prefers, the others counted in *duplicates.
+bool SortSegments(PartialFile* all, std::vector<std::string>* duplicates, std::string* err) {
+  auto& segs = all->segments;
+  // Each identity's preferred segment first: "a.log" before "./a.log".
+  std::vector<size_t> by_identity(segs.size());
+  for (size_t i = 0; i < segs.size(); ++i) by_identity[i] = i;
+  std::stable_sort(by_identity.begin(), by_identity.end(), [&](size_t x, size_t y) {
+    const std::string_view ix = KeyIdentity(segs[x].key), iy = KeyIdentity(segs[y].key);
+    if (ix != iy) return ix < iy;
+    const std::string px(KeyPath(segs[x].key)), py(KeyPath(segs[y].key));
+    const std::string dx = WithoutDotSegments(px), dy = WithoutDotSegments(py);
+    if (dx != dy) return dx < dy;
+    if (px.size() != py.size()) return px.size() < py.size();
+    return segs[x].state < segs[y].state;
+  });
+  std::vector<bool> drop(segs.size(), false);
+  for (size_t k = 1; k < by_identity.size(); ++k) {
+    const Segment& kept = segs[by_identity[k - 1]];
+    const Segment& s = segs[by_identity[k]];
+    const std::string_view id = KeyIdentity(s.key);
+    if (id.empty() || id != KeyIdentity(kept.key)) continue;
+    drop[by_identity[k]] = true;
+    duplicates->emplace_back(KeyPath(s.key));
+    by_identity[k] = by_identity[k - 1];  // compare the next one with the kept one
+  }
+  std::vector<Segment> kept;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(segs[i]));
+  }
+  segs = std::move(kept);
+  std::stable_sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
+    if (KeyPath(a.key) != KeyPath(b.key)) return KeyPath(a.key) < KeyPath(b.key);
+    return KeyIdentity(a.key) < KeyIdentity(b.key);
+  });
+  for (size_t i = 1; i < segs.size(); ++i) {
+    const Segment& a = segs[i - 1];
+    const Segment& b = segs[i];
+    // A partial without identities (an older writer) names inputs by path alone.
+    if (!a.key.empty() && a.key == b.key && KeyIdentity(a.key).empty()) {
+      *err = "input " + std::string(KeyPath(a.key)) + " is in two partials (" + a.from + ", " + b.from +
              "); give each input to one 'ncclscan partial' only";
       return false;
     }
@@ -772,14 +852,15 @@ void Append(PartialFile&& p, PartialFile* all) {
   for (auto& s : p.segments) all->segments.push_back(std::move(s));
 }
 
-// Every segment of every file, sorted.
-bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all, std::string* err) {
+// Every segment of every file, sorted, each input once.
+bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all,
+             std::vector<std::string>* duplicates, std::string* err) {
   for (const auto& path : files) {
     PartialFile p;
     if (!ReadPartialFile(rules, path, &p, err)) return false;
     Append(std::move(p), all);
   }
-  return SortSegments(all, err);
+  return SortSegments(all, duplicates, err);
 }
 
 // A segment's state, or false with *err naming the partial it came from.
@@ -791,7 +872,8 @@ bool DecodeSegment(const Segment& s, JobState* st, std::string* err) {
 }
 
 // Decodes each segment in turn (its bytes freed once decoded) and folds it in.
-bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::string* err) {
+bool MergeSegments(const RuleSet& rules, PartialFile* all, const std::vector<std::string>& duplicates, Analysis* out,
+                   std::string* err) {
   out->state = std::make_unique<JobState>(&rules);
   out->errors = std::move(all->errors);
   for (Segment& s : all->segments) {
@@ -800,6 +882,7 @@ bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::s
     std::string().swap(s.state);
     out->state->Absorb(std::move(seg));
   }
+  for (const auto& d : duplicates) out->state->skipped().Add(kSkipDuplicate, d);
   out->inputs = out->state->ReadableFiles();
   out->state->Finalize();
   out->diagnosis = Diagnose(*out->state);
@@ -831,7 +914,8 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
     *inputs += st.ReadableFiles();
     WireWriter w;
     st.Encode(&w);
-    p.segments.push_back({input.path, std::move(w.bytes()), ""});
+    std::string key = input.path + '\0' + InputIdentity(input.path, w.bytes());
+    p.segments.push_back({std::move(key), std::move(w.bytes()), ""});
   }
   p.errors.assign(errors->begin() + static_cast<std::ptrdiff_t>(first_error), errors->end());
   return WritePartialFile(rules, p, out_path, err);
@@ -839,7 +923,8 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
 
 bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err) {
   PartialFile all;
-  return ReadAll(rules, files, &all, err) && MergeSegments(rules, &all, out, err);
+  std::vector<std::string> duplicates;
+  return ReadAll(rules, files, &all, &duplicates, err) && MergeSegments(rules, &all, duplicates, out, err);
 }
 
 bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view>& bodies, Analysis* out,
@@ -850,16 +935,26 @@ bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view
     if (!ParseBody(rules, bodies[i], "body " + std::to_string(i), &p, err)) return false;
     Append(std::move(p), &all);
   }
-  return SortSegments(&all, err) && MergeSegments(rules, &all, out, err);
+  std::vector<std::string> duplicates;
+  return SortSegments(&all, &duplicates, err) && MergeSegments(rules, &all, duplicates, out, err);
 }
 
 bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files, const std::string& out_path,
                      std::string* err) {
   PartialFile all;
-  if (!ReadAll(rules, files, &all, err)) return false;
+  std::vector<std::string> duplicates;
+  if (!ReadAll(rules, files, &all, &duplicates, err)) return false;
   for (const Segment& s : all.segments) {  // a combined partial holds only states that decode
     JobState seg(&rules);
     if (!DecodeSegment(s, &seg, err)) return false;
+  }
+  // The duplicates left out are counted in a segment of their own, as a walk's skips are.
+  if (!duplicates.empty()) {
+    JobState dup(&rules);
+    for (const auto& d : duplicates) dup.skipped().Add(kSkipDuplicate, d);
+    WireWriter w;
+    dup.Encode(&w);
+    all.segments.insert(all.segments.begin(), Segment{"", std::move(w.bytes()), ""});
   }
   return WritePartialFile(rules, all, out_path, err);
 }

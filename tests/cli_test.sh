@@ -38,7 +38,7 @@ PLAN=(
   permission_denied directory_symlink_loop fifo_on_stdin
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
-  partial_output_never_writes_through_a_planted_link
+  partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
 )
 pass=0
 fail=0
@@ -651,6 +651,38 @@ expect test -f "$T/shared/part-0.partial" -a ! -L "$T/shared/part-0.partial"
 expect test -f "$T/shared/all.partial" -a ! -L "$T/shared/all.partial"
 also_run 1 "$NS" merge --format json "$T/shared/all.partial"
 expect json_eq 'd["input"]["lines"]' 2
+end
+
+# The --help recipe on two nodes (simulated: two directories): each node's
+# `partial -o nN.part /local/logs/` names its own local/logs/train.log; the
+# merge reads both (one input each), as one scan of both files does. Two stdin
+# partials are two inputs too; one file under two spellings is one.
+M="$T/nodes"
+mkdir -p "$M/nodeA/local/logs" "$M/nodeB/local/logs" "$M/job"
+printf 'gpu-a:11:11 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\n' >"$M/nodeA/local/logs/train.log"
+printf 'gpu-b:22:22 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\ngpu-b:22:22 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n' >"$M/nodeB/local/logs/train.log"
+cp "$M/nodeA/local/logs/train.log" "$M/job/r0.log"
+cp "$M/nodeB/local/logs/train.log" "$M/job/r1.log"
+"$NS" --format json "$M/nodeA/local/logs/train.log" "$M/nodeB/local/logs/train.log" >"$T/both.json"
+both_json() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["input"]["lines"], len(d["input"]["files"]), [f["rule"] for f in d["findings"]], d["subjects"])' "$1"; }
+same_diagnosis_as_both() {
+  [ "$(both_json "$T/out")" = "$(both_json "$T/both.json")" ] || { why="got $(both_json "$T/out" | head -c 200)"; return 1; }
+}
+check merge_tells_inputs_apart_by_what_they_are 0 sh -c "cd '$M/nodeA' && '$NS' partial -o ../A.part local/logs/"
+also_run 0 sh -c "cd '$M/nodeB' && '$NS' partial -o ../B.part local/logs/"
+also_run 1 "$NS" merge --format json "$M/B.part" "$M/A.part"
+expect same_diagnosis_as_both
+also_run 0 sh -c "'$NS' partial -o '$M/SA.part' < '$M/nodeA/local/logs/train.log'"
+also_run 0 sh -c "'$NS' partial -o '$M/SB.part' < '$M/nodeB/local/logs/train.log'"
+also_run 1 "$NS" merge --format json "$M/SA.part" "$M/SB.part"
+expect same_diagnosis_as_both
+also_run 0 "$NS" partial -o "$M/P1.part" "$M/job"
+also_run 0 sh -c "cd '$M' && '$NS' partial -o P2.part ./job/r1.log"
+also_run 1 sh -c "cd '$M' && '$NS' merge --format json P1.part P2.part"
+expect json_eq 'd["input"]["lines"]' 3
+expect json_eq 'len(d["input"]["files"])' 2
+expect json_eq 'd["input"]["skipped"]["duplicate"]' 1
+expect json_eq '[f["count"] for f in d["findings"] if f["rule"] == "NCCL-CONN-CLOSED"]' '[1]'
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"
