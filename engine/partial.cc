@@ -462,7 +462,10 @@ bool JobState::Decode(WireReader* r) {
   l.origins = origins_.size();
 
   const size_t nfacts = rules_->facts().size();
+  // The scan's caps hold for a decoded state too: a crafted partial of a few
+  // KB naming ten million empty subjects is corrupt, not gigabytes of them.
   n = r->Count();
+  if (n > kMaxSubjects + 1) r->Fail();  // + the one past the cap
   for (size_t i = 0; i < n && r->ok(); ++i) {
     Subject& s = subjects_.emplace_back();
     s.host = r->S();
@@ -519,6 +522,7 @@ bool JobState::Decode(WireReader* r) {
     subject_index_[key] = r->Index(0, l.subjects);
   }
   n = r->Count();
+  if (n > kMaxComms) r->Fail();
   for (size_t i = 0; i < n && r->ok(); ++i) {
     CommInfo& c = comms_[r->S()];
     c.id = r->S();
@@ -713,87 +717,203 @@ bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::str
 // bound stops a corrupt or hostile frame from asking for unbounded memory.
 constexpr size_t kMaxPartialBody = size_t{16} << 30;
 
-bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
-               std::string* err);
+// What each field of a body may hold: a rules signature is 16 hex digits, a
+// writer's version a short string (it is echoed in an error message), a key
+// a path and an identity; only a segment's state is large.
+constexpr size_t kMaxSignature = 64;
+constexpr size_t kSignatureSize = 16;  // RulesSignature: 16 hex digits
+constexpr size_t kMaxWriter = 256;
+constexpr size_t kMaxError = size_t{64} << 10;
+constexpr size_t kMaxKey = size_t{64} << 10;
 
-bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *err = path + ": cannot read: " + std::strerror(errno);
-    return false;
+// A partial's body as a WireReader gives it (bodies in memory: the fuzzer).
+class BodyInMemory {
+ public:
+  explicit BodyInMemory(std::string_view body) : r_(body) {}
+  uint64_t U() { return r_.U(); }
+  std::string S(size_t max) {
+    std::string s = r_.S();
+    if (s.size() > max) r_.Fail();
+    return s;
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    *err = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  if (bytes.compare(0, kMagic.size(), kMagic) != 0) {
-    *err = path + ": not an ncclscan partial (made by 'ncclscan partial -o FILE')";
-    return false;
-  }
-  WireReader head(std::string_view(bytes).substr(kMagic.size()));
-  const uint64_t version = head.U();
-  if (!head.ok() || version != kPartialVersion) {
-    *err = path + ": partial format version " + std::to_string(version) + ", this ncclscan reads version " +
-           std::to_string(kPartialVersion) + "; write the partials and merge them with the same release";
-    return false;
-  }
-  // The frame starts right after the version's varint.
-  size_t vlen = 1;
-  for (uint64_t v = version; v >= 0x80; v >>= 7) ++vlen;
-  std::string_view z = std::string_view(bytes).substr(kMagic.size() + vlen);
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::string body;
-  ZSTD_inBuffer zin{z.data(), z.size(), 0};
-  size_t ret = 1;
-  std::string buf(ZSTD_DStreamOutSize(), '\0');
-  while (zin.pos < zin.size) {
-    ZSTD_outBuffer zout{buf.data(), buf.size(), 0};
-    ret = ZSTD_decompressStream(dctx.get(), &zout, &zin);
-    if (ZSTD_isError(ret)) {
-      *err = path + ": corrupt partial (" + ZSTD_getErrorName(ret) + ")";
-      return false;
-    }
-    body.append(buf.data(), zout.pos);
-    if (body.size() > kMaxPartialBody) {
-      *err = path + ": corrupt partial (state over " + std::to_string(kMaxPartialBody >> 30) + " GiB)";
-      return false;
-    }
-    if (ret == 0 && zin.pos < zin.size) {
-      *err = path + ": corrupt partial (bytes after its end)";
-      return false;
-    }
-  }
-  if (ret != 0) {
-    *err = path + ": truncated partial (the file ends inside its data; was it copied whole?)";
-    return false;
-  }
-  return ParseBody(rules, body, path, out, err);
-}
+  bool ok() const { return r_.ok(); }
+  bool AtEnd() { return r_.done(); }
+  bool Intact() { return true; }
+  std::string Problem() const { return "corrupt partial (its data does not decode)"; }
 
-bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
-               std::string* err) {
-  WireReader r(body);
-  const std::string signature = r.S();
-  const std::string writer = r.S();
-  if (r.ok() && signature != RulesSignature(rules)) {
+ private:
+  WireReader r_;
+};
+
+// A partial file's body, decompressed as it is parsed: a hostile frame
+// (gigabytes of zeros in a few KB) fails at the first field that does not
+// fit, instead of being inflated whole first. Memory is what the fields hold.
+class BodyFromFile {
+ public:
+  explicit BodyFromFile(std::FILE* f) : f_(f), dctx_(ZSTD_createDCtx(), ZSTD_freeDCtx), in_(1 << 17) {}
+  uint64_t U() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (!Fill(1)) {
+        ok_ = false;
+        return 0;
+      }
+      unsigned char c = static_cast<unsigned char>(buf_[pos_++]);
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  // Longer than max: corrupt. The bytes are taken as they come, so a length
+  // the data does not have costs nothing.
+  std::string S(size_t max) {
+    uint64_t n = U();
+    std::string s;
+    if (!ok_ || n > max) {
+      ok_ = false;
+      return s;
+    }
+    while (s.size() < n && Fill(1)) {
+      size_t k = std::min<uint64_t>(n - s.size(), buf_.size() - pos_);
+      s.append(buf_, pos_, k);
+      pos_ += k;
+    }
+    if (s.size() < n) ok_ = false;
+    return s;
+  }
+  bool ok() const { return ok_; }
+  // The body ends here: the frame ends and nothing follows it in the file.
+  bool AtEnd() { return ok_ && !Fill(1) && frame_done_ && problem_.empty(); }
+  // Reads to the end, keeping nothing: false when the frame is damaged (its
+  // checksum, a cut), which then explains what was read better than its content.
+  bool Intact() {
+    while (Fill(1)) pos_ = buf_.size();
+    return problem_.empty();
+  }
+  std::string Problem() const { return problem_.empty() ? "corrupt partial (its data does not decode)" : problem_; }
+
+ private:
+  // At least n bytes past pos_ (false at the end of the body or on an error).
+  bool Fill(size_t n) {
+    while (buf_.size() - pos_ < n) {
+      if (!problem_.empty() || (frame_done_ && zin_.pos == zin_.size && file_done_)) return false;
+      if (zin_.pos == zin_.size) {
+        size_t got = std::fread(in_.data(), 1, in_.size(), f_);
+        if (got == 0) {
+          file_done_ = true;
+          if (std::ferror(f_)) {
+            problem_ = std::string("cannot read: ") + std::strerror(errno);
+          } else if (!frame_done_) {
+            problem_ = "truncated partial (the file ends inside its data; was it copied whole?)";
+          }
+          continue;
+        }
+        if (frame_done_) {
+          problem_ = "corrupt partial (bytes after its end)";
+          continue;
+        }
+        zin_ = ZSTD_inBuffer{in_.data(), got, 0};
+      }
+      buf_.erase(0, pos_);
+      pos_ = 0;
+      size_t have = buf_.size();
+      buf_.resize(have + ZSTD_DStreamOutSize());
+      ZSTD_outBuffer zout{buf_.data() + have, buf_.size() - have, 0};
+      size_t ret = ZSTD_decompressStream(dctx_.get(), &zout, &zin_);
+      buf_.resize(have + zout.pos);
+      if (ZSTD_isError(ret)) {
+        problem_ = std::string("corrupt partial (") + ZSTD_getErrorName(ret) + ")";
+        continue;
+      }
+      total_ += zout.pos;
+      if (total_ > kMaxPartialBody) {
+        problem_ = "corrupt partial (state over " + std::to_string(kMaxPartialBody >> 30) + " GiB)";
+        continue;
+      }
+      if (ret == 0) {
+        frame_done_ = true;
+        if (zin_.pos < zin_.size) problem_ = "corrupt partial (bytes after its end)";
+      }
+    }
+    return true;
+  }
+
+  std::FILE* f_;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx_;
+  std::vector<char> in_;
+  ZSTD_inBuffer zin_{nullptr, 0, 0};
+  std::string buf_;  // decompressed, not yet parsed from pos_
+  size_t pos_ = 0;
+  uint64_t total_ = 0;
+  bool ok_ = true, frame_done_ = false, file_done_ = false;
+  std::string problem_;
+};
+
+template <class Body>
+bool ParseBody(const RuleSet& rules, Body* r, const std::string& path, PartialFile* out, std::string* err) {
+  auto fail = [&] {
+    *err = path + ": " + r->Problem();
+    return false;
+  };
+  const std::string signature = r->S(kMaxSignature);
+  const std::string writer = r->S(kMaxWriter);
+  if (!r->ok() || signature.size() != kSignatureSize) return fail();
+  if (signature != RulesSignature(rules)) {
+    if (!r->Intact()) return fail();  // damage, not other rules
     *err = path + ": made with other rules (ncclscan " + writer +
            "); merge with the same ncclscan release, --rules and --disable as the partials";
     return false;
   }
-  GetStrings(&r, &out->errors);
-  size_t n = r.Count();
-  for (size_t i = 0; i < n && r.ok(); ++i) {
+  // Counts are not trusted for sizes: each element is read before it is kept.
+  uint64_t n = r->U();
+  for (uint64_t i = 0; i < n && r->ok(); ++i) out->errors.push_back(r->S(kMaxError));
+  n = r->U();
+  for (uint64_t i = 0; i < n && r->ok(); ++i) {
     Segment& s = out->segments.emplace_back();
-    s.key = r.S();
-    s.state = r.S();
+    s.key = r->S(kMaxKey);
+    s.state = r->S(kMaxPartialBody);
     s.from = path;
   }
-  if (!r.ok() || !r.done()) {
-    *err = path + ": corrupt partial (its data does not decode)";
+  if (!r->ok() || !r->AtEnd()) return fail();
+  return true;
+}
+
+bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) {
+    *err = path + ": cannot read: " + std::strerror(errno);
     return false;
   }
-  return true;
+  // The magic first: a log (or /dev/zero) given by mistake is not read whole.
+  std::string head(kMagic.size(), '\0');
+  size_t got = std::fread(head.data(), 1, head.size(), f.get());
+  if (got < head.size() && std::ferror(f.get())) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  if (got != head.size() || head != kMagic) {
+    *err = path + ": not an ncclscan partial (made by 'ncclscan partial -o FILE')";
+    return false;
+  }
+  uint64_t version = 0;
+  bool version_ok = false;
+  for (int shift = 0; shift < 64; shift += 7) {
+    int c = std::fgetc(f.get());
+    if (c == EOF) break;
+    version |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      version_ok = true;
+      break;
+    }
+  }
+  if (!version_ok || version != kPartialVersion) {
+    *err = path + ": partial format version " + std::to_string(version) + ", this ncclscan reads version " +
+           std::to_string(kPartialVersion) + "; write the partials and merge them with the same release";
+    return false;
+  }
+  BodyFromFile body(f.get());
+  return ParseBody(rules, &body, path, out, err);
 }
 
 // Puts the segments in the order one scan reads their inputs (by path, then
@@ -932,7 +1052,8 @@ bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view
   PartialFile all;
   for (size_t i = 0; i < bodies.size(); ++i) {
     PartialFile p;
-    if (!ParseBody(rules, bodies[i], "body " + std::to_string(i), &p, err)) return false;
+    BodyInMemory body(bodies[i]);
+    if (!ParseBody(rules, &body, "body " + std::to_string(i), &p, err)) return false;
     Append(std::move(p), &all);
   }
   std::vector<std::string> duplicates;

@@ -39,6 +39,7 @@ PLAN=(
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
+  merge_memory_is_bounded
 )
 pass=0
 fail=0
@@ -683,6 +684,52 @@ expect json_eq 'd["input"]["lines"]' 3
 expect json_eq 'len(d["input"]["files"])' 2
 expect json_eq 'd["input"]["skipped"]["duplicate"]' 1
 expect json_eq '[f["count"] for f in d["findings"] if f["rule"] == "NCCL-CONN-CLOSED"]' '[1]'
+end
+
+# A merge's memory is bounded by what partials really hold: a frame of a GiB
+# of zeros (a few hundred KB) fails at its first field, a partial naming three
+# million empty subjects fails at the subject cap, and a file that does not
+# start with the magic (/dev/zero) is not read on. Each under 256 MiB.
+printf 'ncclscan-partial\n\001' >"$T/bomb.part"
+head -c 1G /dev/zero | zstd -q -3 >>"$T/bomb.part"
+"$PY" - "$T/p1.partial" "$T/subjects.part" <<'PY'
+import struct, subprocess, sys
+MAGIC = b'ncclscan-partial\n'
+def U(v):
+    b = bytearray()
+    while v >= 0x80: b.append((v & 0x7f) | 0x80); v >>= 7
+    b.append(v); return bytes(b)
+def S(x): return U(len(x)) + x
+class R:
+    def __init__(s, b): s.b = b; s.p = 0
+    def U(s):
+        v = sh = 0
+        while True:
+            c = s.b[s.p]; s.p += 1; v |= (c & 0x7f) << sh; sh += 7
+            if not c & 0x80: return v
+    def S(s):
+        n = s.U(); x = s.b[s.p:s.p + n]; s.p += n; return x
+raw = open(sys.argv[1], 'rb').read()
+body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], stdout=subprocess.PIPE, check=True).stdout
+r = R(body); sig = r.S(); writer = r.S()
+n = 3_000_000
+state = (U(1) + S(b'x.log') + U(1) + U(1) + S(b'') + U(1) + U(1) + S(b'') + U(1)  # one file
+         + U(0) + U(0) + U(0) + U(0)                                               # skipped, origins
+         + U(n) + (b'\x00\x01\x01\x00' + b'\x00' * 8) * n)                        # n empty subjects
+state += U(0) * 13 + U(0) * 16                                                     # the rest, counters
+out = S(sig) + S(writer) + U(0) + U(1) + S(b'x.log') + S(state)
+z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
+open(sys.argv[2], 'wb').write(MAGIC + U(1) + z)
+PY
+check merge_memory_is_bounded 2 /usr/bin/time -f '%M' -o "$T/rss" "$NS" merge "$T/bomb.part"
+expect rss_below 262144
+expect err_has "^ncclscan: error: $T/bomb.part: "
+also_run 2 /usr/bin/time -f '%M' -o "$T/rss" "$NS" merge "$T/subjects.part"
+expect rss_below 262144
+expect err_has "^ncclscan: error: $T/subjects.part: corrupt partial"
+also_run 2 /usr/bin/time -f '%M' -o "$T/rss" timeout 20 "$NS" merge /dev/zero
+expect rss_below 262144
+expect err_has "^ncclscan: error: /dev/zero: not an ncclscan partial"
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"
