@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,23 @@ int Help() {
 // Messages name files found by walking directories: their names reach the
 // terminal escaped like any input text.
 void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << SanitizeForTerminal(msg) << "\n"; }
+
+// Text from rule files (titles, explanations, examples, ids in diagnostics)
+// as it may reach a terminal: line by line, each escaped as the reports
+// escape input text (no ESC / OSC sequences: a site rule file is input too).
+std::string SafeLines(std::string_view text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    out += SanitizeForTerminal(text.substr(start, end - start));
+    if (nl == std::string_view::npos) break;
+    out += '\n';
+    start = nl + 1;
+  }
+  return out;
+}
 
 // The errno of the first failed write of a report to standard output (0: none).
 int g_stdout_errno = 0;
@@ -113,7 +131,7 @@ std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::
   int n = 0;
   auto rules = LoadRules(dirs, &errors, &n, disable, examples);
   if (!rules) {
-    std::cerr << errors;
+    std::cerr << SafeLines(errors);
     Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
   }
   return rules;
@@ -153,7 +171,7 @@ int CmdRules(const std::vector<std::string>& args) {
               << " correlations" << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", "
               << rules->facts().size() << " facts; " << samples << " sample lines checked\n";
   }
-  if (list) std::cout << RenderRuleList(*rules, format == "json");
+  if (list) std::cout << SafeLines(RenderRuleList(*rules, format == "json"));
   return kExitOk;
 }
 
@@ -174,6 +192,7 @@ int CmdExplain(const std::vector<std::string>& args) {
   auto rules = Rules(dirs);
   if (!rules) return kExitError;
   int rc = kExitOk;
+  std::ostringstream out;  // rule text, escaped before it is printed (SafeLines)
   for (const auto& id : ids) {
     const CompiledRule* r = rules->FindRule(id);
     const CompiledCorrelation* c = rules->FindCorrelation(id);
@@ -186,50 +205,51 @@ int CmdExplain(const std::vector<std::string>& args) {
     }
     if (r) {
       const LineRule& s = r->spec;
-      std::cout << s.id.value << ": " << s.title << "\n";
-      std::cout << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
-      std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
-      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-      if (s.fields.empty()) std::cout << "  pattern:   " << s.pattern.value << "\n";
+      out << s.id.value << ": " << s.title << "\n";
+      out << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
+      out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
+      if (s.fields.empty()) out << "  pattern:   " << s.pattern.value << "\n";
       for (const auto& f : s.fields) {
-        std::cout << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '"
-                  << f.anchor.value << "'\n";
+        out << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '" << f.anchor.value
+            << "'\n";
       }
-      std::cout << "  prefilter:";
-      for (const auto& a : r->key_atoms) std::cout << " '" << a << "'";
-      std::cout << "\n";
+      out << "  prefilter:";
+      for (const auto& a : r->key_atoms) out << " '" << a << "'";
+      out << "\n";
       for (const auto& f : s.facts) {
-        std::cout << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
-                  << f.value.value << "\n";
+        out << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
+            << f.value.value << "\n";
       }
       if (s.finding.present) {
-        std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-                  << ", confidence " << s.finding.confidence << "\n";
-        std::cout << "  why:       " << s.finding.explanation.value << "\n";
-        if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
-        for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
+        out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
+            << ", confidence " << s.finding.confidence << "\n";
+        out << "  why:       " << s.finding.explanation.value << "\n";
+        if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
+        for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
       }
-      for (const auto& ex : s.match) std::cout << "  matches:   " << ex.line.value << "\n";
-      for (const auto& ex : s.no_match) std::cout << "  not:       " << ex.line.value << "\n";
-      for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
+      for (const auto& ex : s.match) out << "  matches:   " << ex.line.value << "\n";
+      for (const auto& ex : s.no_match) out << "  not:       " << ex.line.value << "\n";
+      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
     } else if (c) {
       const CorrelationRule& s = c->spec;
-      std::cout << s.id.value << ": " << s.title << "\n";
-      std::cout << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
-      std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
-      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-      if (!s.fact.value.empty()) std::cout << "  fact:      " << s.fact.value << " over " << s.over << "\n";
-      std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-                << ", confidence " << s.finding.confidence << "\n";
-      std::cout << "  why:       " << s.finding.explanation.value << "\n";
-      if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
-      for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
-      for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
+      out << s.id.value << ": " << s.title << "\n";
+      out << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
+      out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
+      if (!s.fact.value.empty()) out << "  fact:      " << s.fact.value << " over " << s.over << "\n";
+      out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
+          << ", confidence " << s.finding.confidence << "\n";
+      out << "  why:       " << s.finding.explanation.value << "\n";
+      if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
+      for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
+      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
     } else {
       Error("no rule with id '" + id + "' (see 'ncclscan rules --list')");
       rc = kExitError;
     }
   }
+  std::cout << SafeLines(out.str());
   return rc;
 }
 

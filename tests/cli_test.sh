@@ -33,6 +33,7 @@ PLAN=(
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
   corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
+  rule_text_is_escaped_for_the_terminal
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
@@ -454,6 +455,44 @@ mkdir -p "$T/loopc/x"
 for i in 1 2 3 4 5 6 7 8 9 10; do ln -s . "$T/loopc/x/l$i"; done
 check test_walks_link_loops_once 2 timeout 20 "$NS" test "$T/loopc" --color never
 expect err_has 'no test cases'
+end
+
+# Text from rule files reaches the terminal escaped, as input text does in a
+# report: explain, rules --list and the loader's diagnostics never print raw
+# ESC / OSC sequences (window title, clear screen, hyperlinks) or BEL.
+mkdir -p "$T/hostile_rules" "$T/hostile_bad"
+cat >"$T/hostile_rules/h.yaml" <<'Y'
+rules:
+  - id: SITE-HOSTILE
+    title: "T \e]0;PWNED\a \e[2J"
+    category: config
+    family: nccl
+    pattern: 'Using network (?P<net>Zzz\S*)'
+    finding:
+      severity: error
+      confidence: 0.5
+      role: root
+      explanation: "E \e]0;PWNED\a {net}"
+      remediation: "R \e[2J"
+    references: ["\e]8;;http://evil.example\e\\docs\e]8;;\e\\"]
+    examples:
+      match:
+        - "h1:1:1 [0] NCCL INFO Using network ZzzNet"
+      no_match:
+        - "h1:1:1 [0] NCCL INFO Using network IB"
+Y
+printf 'rules:\n  - id: X\x1b]0;PWNED\x07\x1b[2J\n    title: x\n' >"$T/hostile_bad/e.yaml"
+no_esc_out() { ! grep -q $'[\x1b\x07]' "$T/out" || { why="stdout: $(snippet "$T/out" | cat -v)"; return 1; }; }
+no_esc_err() { ! grep -q $'[\x1b\x07]' "$T/err" || { why="stderr: $(snippet "$T/err" | cat -v)"; return 1; }; }
+check rule_text_is_escaped_for_the_terminal 0 "$NS" explain SITE-HOSTILE --rules "$T/hostile_rules"
+expect no_esc_out
+expect out_has 'PWNED'
+also_run 0 "$NS" rules --list --rules "$T/hostile_rules"
+expect no_esc_out
+expect out_has 'SITE-HOSTILE'
+also_run 2 "$NS" rules --check "$T/hostile_bad"
+expect no_esc_err
+expect err_has 'PWNED'
 end
 
 # --- bad-input matrix -------------------------------------------------------------
