@@ -1,5 +1,7 @@
 // ncclscan: command-line flags and wiring only; all logic lives in engine/.
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,23 @@ int Help() {
 // terminal escaped like any input text.
 void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << SanitizeForTerminal(msg) << "\n"; }
 
+// Text from rule files (titles, explanations, examples, ids in diagnostics)
+// as it may reach a terminal: line by line, each escaped as the reports
+// escape input text (no ESC / OSC sequences: a site rule file is input too).
+std::string SafeLines(std::string_view text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    out += SanitizeForTerminal(text.substr(start, end - start));
+    if (nl == std::string_view::npos) break;
+    out += '\n';
+    start = nl + 1;
+  }
+  return out;
+}
+
 // The errno of the first failed write of a report to standard output (0: none).
 int g_stdout_errno = 0;
 
@@ -51,14 +71,28 @@ void WriteReport(const std::string& s) {
   }
 }
 
+// Whether standard output is a pipe whose reader has gone (`ncclscan ... | head`):
+// for a write that failed without leaving its errno behind (std::cout).
+bool StdoutReaderGone() {
+  struct stat st;
+  if (fstat(1, &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+  pollfd p{1, 0, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 // The exit status once everything is written: output that silently went
 // missing must not pass for a result, so a failed write to stdout is reported
 // on stderr and exits 2, and so does a failed write to stderr (unreported).
+// A reader that stopped reading (EPIPE: `ncclscan ... | head -1`) is the
+// exception: it took what it wanted, and the status earned stands, whatever
+// the size of the output (a small report fits in the pipe and never fails).
 int CheckedExit(int rc) {
   errno = 0;
   std::cout.flush();
   bool out_ok = !std::cout.fail() && std::fflush(stdout) == 0 && !std::ferror(stdout);
   if (!out_ok && !g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
+  if (g_stdout_errno && g_stdout_errno != EPIPE && StdoutReaderGone()) g_stdout_errno = EPIPE;
+  if (g_stdout_errno == EPIPE) g_stdout_errno = 0;
   if (g_stdout_errno) {
     Error(std::string("cannot write output: ") + std::strerror(g_stdout_errno));
     rc = kExitError;
@@ -97,7 +131,7 @@ std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::
   int n = 0;
   auto rules = LoadRules(dirs, &errors, &n, disable, examples);
   if (!rules) {
-    std::cerr << errors;
+    std::cerr << SafeLines(errors);
     Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
   }
   return rules;
@@ -137,7 +171,7 @@ int CmdRules(const std::vector<std::string>& args) {
               << " correlations" << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", "
               << rules->facts().size() << " facts; " << samples << " sample lines checked\n";
   }
-  if (list) std::cout << RenderRuleList(*rules, format == "json");
+  if (list) std::cout << SafeLines(RenderRuleList(*rules, format == "json"));
   return kExitOk;
 }
 
@@ -158,6 +192,7 @@ int CmdExplain(const std::vector<std::string>& args) {
   auto rules = Rules(dirs);
   if (!rules) return kExitError;
   int rc = kExitOk;
+  std::ostringstream out;  // rule text, escaped before it is printed (SafeLines)
   for (const auto& id : ids) {
     const CompiledRule* r = rules->FindRule(id);
     const CompiledCorrelation* c = rules->FindCorrelation(id);
@@ -170,50 +205,51 @@ int CmdExplain(const std::vector<std::string>& args) {
     }
     if (r) {
       const LineRule& s = r->spec;
-      std::cout << s.id.value << ": " << s.title << "\n";
-      std::cout << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
-      std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
-      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-      if (s.fields.empty()) std::cout << "  pattern:   " << s.pattern.value << "\n";
+      out << s.id.value << ": " << s.title << "\n";
+      out << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
+      out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
+      if (s.fields.empty()) out << "  pattern:   " << s.pattern.value << "\n";
       for (const auto& f : s.fields) {
-        std::cout << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '"
-                  << f.anchor.value << "'\n";
+        out << "  field:     " << f.name << " = token " << (f.before ? "before" : "after") << " '" << f.anchor.value
+            << "'\n";
       }
-      std::cout << "  prefilter:";
-      for (const auto& a : r->key_atoms) std::cout << " '" << a << "'";
-      std::cout << "\n";
+      out << "  prefilter:";
+      for (const auto& a : r->key_atoms) out << " '" << a << "'";
+      out << "\n";
       for (const auto& f : s.facts) {
-        std::cout << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
-                  << f.value.value << "\n";
+        out << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
+            << f.value.value << "\n";
       }
       if (s.finding.present) {
-        std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-                  << ", confidence " << s.finding.confidence << "\n";
-        std::cout << "  why:       " << s.finding.explanation.value << "\n";
-        if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
-        for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
+        out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
+            << ", confidence " << s.finding.confidence << "\n";
+        out << "  why:       " << s.finding.explanation.value << "\n";
+        if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
+        for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
       }
-      for (const auto& ex : s.match) std::cout << "  matches:   " << ex.line.value << "\n";
-      for (const auto& ex : s.no_match) std::cout << "  not:       " << ex.line.value << "\n";
-      for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
+      for (const auto& ex : s.match) out << "  matches:   " << ex.line.value << "\n";
+      for (const auto& ex : s.no_match) out << "  not:       " << ex.line.value << "\n";
+      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
     } else if (c) {
       const CorrelationRule& s = c->spec;
-      std::cout << s.id.value << ": " << s.title << "\n";
-      std::cout << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
-      std::cout << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
-      if (off) std::cout << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-      if (!s.fact.value.empty()) std::cout << "  fact:      " << s.fact.value << " over " << s.over << "\n";
-      std::cout << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-                << ", confidence " << s.finding.confidence << "\n";
-      std::cout << "  why:       " << s.finding.explanation.value << "\n";
-      if (!s.finding.remediation.value.empty()) std::cout << "  fix:       " << s.finding.remediation.value << "\n";
-      for (const auto& e : s.finding.explains) std::cout << "  explains:  " << e.value << "\n";
-      for (const auto& ref : s.references) std::cout << "  see:       " << ref << "\n";
+      out << s.id.value << ": " << s.title << "\n";
+      out << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
+      out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
+      if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
+      if (!s.fact.value.empty()) out << "  fact:      " << s.fact.value << " over " << s.over << "\n";
+      out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
+          << ", confidence " << s.finding.confidence << "\n";
+      out << "  why:       " << s.finding.explanation.value << "\n";
+      if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
+      for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
+      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
     } else {
       Error("no rule with id '" + id + "' (see 'ncclscan rules --list')");
       rc = kExitError;
     }
   }
+  std::cout << SafeLines(out.str());
   return rc;
 }
 
@@ -423,7 +459,8 @@ static int Dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // A reader that went away (ncclscan ... | head) makes writes fail with EPIPE,
-  // reported and exit 2, instead of killing the process without a word.
+  // which CheckedExit takes quietly, instead of killing the process (exit 141)
+  // before it can return the status it earned.
   std::signal(SIGPIPE, SIG_IGN);
   return CheckedExit(Dispatch(argc, argv));
 }

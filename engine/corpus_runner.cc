@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,6 +16,7 @@
 
 #include "engine/analyze.h"
 #include "engine/judge.h"
+#include "engine/replace_file.h"
 #include "engine/report.h"
 #include "engine/source.h"
 #include "parsers/text_util.h"
@@ -31,11 +34,21 @@ bool IsDir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Whether the real path `p` is `root` or below it (both resolved).
+bool IsInside(std::string_view p, std::string_view root) {
+  if (root == "/") return true;
+  return p == root || (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
+}
+
 // Directories holding one of `markers` under dir, depth first in name order; a
-// case's subdirectories are not searched.
-void FindCasesRec(const std::string& dir, const std::vector<const char*>& markers, std::vector<std::string>* out,
-                  int depth) {
-  if (depth > 8) return;
+// case's subdirectories are not searched. Each real directory is visited once
+// (a link back up, to '.', is a loop, not more cases: k such links used to
+// make k^8 walks), and a symbolic link is followed only where it stays inside
+// the root: `test --update` writes into what is found here.
+void FindCasesRec(const std::string& dir, const std::vector<const char*>& markers, const std::string& root_real,
+                  std::set<std::pair<dev_t, ino_t>>* seen, std::vector<std::string>* out, int depth) {
+  struct stat st;
+  if (depth > 8 || stat(dir.c_str(), &st) != 0 || !seen->insert({st.st_dev, st.st_ino}).second) return;
   for (const char* m : markers) {
     if (IsFile(dir + "/" + m)) {
       out->push_back(dir);
@@ -52,7 +65,13 @@ void FindCasesRec(const std::string& dir, const std::vector<const char*>& marker
   std::sort(names.begin(), names.end());
   for (const auto& n : names) {
     std::string p = dir + "/" + n;
-    if (IsDir(p)) FindCasesRec(p, markers, out, depth + 1);
+    struct stat lst;
+    if (lstat(p.c_str(), &lst) != 0) continue;
+    if (S_ISLNK(lst.st_mode)) {
+      std::unique_ptr<char, decltype(&std::free)> real(realpath(p.c_str(), nullptr), &std::free);
+      if (!real || !IsInside(real.get(), root_real)) continue;
+    }
+    if (IsDir(p)) FindCasesRec(p, markers, root_real, seen, out, depth + 1);
   }
 }
 
@@ -86,6 +105,7 @@ struct Expectation {
   bool sum_has_ranks = false, sum_has_hosts = false, sum_has_comms = false, sum_has_versions = false;
   std::vector<std::string> sum_hosts, sum_versions;
   int64_t sum_comms = 0;
+  std::vector<std::string> unknown_keys;  // keys no expectation has: not a file `--update` may rewrite
 };
 
 std::vector<std::string> Strings(simdjson::dom::element e) {
@@ -111,6 +131,11 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
   if (parser.parse(loaded.value()).get(root) != simdjson::SUCCESS || !root.is_object()) {
     *err = path + ": not a JSON object";
     return false;
+  }
+  static const std::set<std::string_view> kKeys = {"description", "primary",       "present", "absent",
+                                                    "max_severity", "status",       "known_failure", "summary"};
+  for (auto kv : root.get_object()) {
+    if (!kKeys.count(kv.key)) ex->unknown_keys.emplace_back(kv.key);
   }
   std::string_view s;
   if (root["description"].get_string().get(s) == simdjson::SUCCESS) ex->description = std::string(s);
@@ -421,7 +446,10 @@ std::vector<std::string> FindMarked(const std::string& root, const std::vector<c
   std::vector<std::string> out;
   std::string r = root;
   while (r.size() > 1 && r.back() == '/') r.pop_back();
-  FindCasesRec(r, markers, &out, 0);
+  std::unique_ptr<char, decltype(&std::free)> real(realpath(r.c_str(), nullptr), &std::free);
+  if (!real) return out;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  FindCasesRec(r, markers, real.get(), &seen, &out, 0);
   return out;
 }
 
@@ -483,13 +511,24 @@ void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a
     *out += color("33;1", "KEPT") + " " + dir + " (known failure)\n";
     return;
   }
+  // Only a file this runner wrote is rewritten: a regular file (a link may
+  // lead anywhere), every key one of an expectation's (the rest would be
+  // lost). The new file replaces the entry, never writes through it.
+  const std::string path = dir + "/expected.json";
+  struct stat lst;
+  const std::string refuse = lstat(path.c_str(), &lst) != 0 || !S_ISREG(lst.st_mode) ? "it is not a regular file"
+                             : !ex.unknown_keys.empty() ? "its keys " + JoinList(ex.unknown_keys) + " are not an expectation's"
+                                                        : "";
+  if (!refuse.empty()) {
+    *err += "ncclscan: error: not updated: " + path + ": " + refuse + "\n";
+    res->errors++;
+    return;
+  }
   std::vector<std::string> notes;
   std::string text = WriteExpectation(ex, a, &notes);
-  std::ofstream o(dir + "/expected.json", std::ios::binary | std::ios::trunc);
-  o << text;
-  o.close();
-  if (!o) {
-    *err += "ncclscan: error: cannot write " + dir + "/expected.json\n";
+  std::string why_not;
+  if (!ReplaceFile(path, text, &why_not)) {
+    *err += "ncclscan: error: " + why_not + "\n";
     res->errors++;
     return;
   }

@@ -52,14 +52,18 @@ struct CorpusResult {
 
 // Appends the per-case report and the closing "N passed, N failed" line to *out,
 // then the judge's tables (and misses), and runner errors (no cases, an unknown
-// --case name, an unreadable expected.json or truth.json) to *err. `update` rewrites expected.json losslessly: every key
-// kept, what changed listed under the case.
+// --case name, an unreadable expected.json or truth.json) to *err. `update`
+// rewrites expected.json losslessly: every key kept, what changed listed under
+// the case; a file that is not a regular file, or holds keys no expectation
+// has, is refused (an error), never rewritten.
 CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roots, const CorpusOptions& opts,
                        std::string* out, std::string* err);
 
-// Finds case directories (those holding expected.json) under root, sorted.
+// Finds case directories (those holding expected.json) under root, sorted:
+// each real directory once (link loops end), symbolic links followed only
+// where they stay inside root.
 std::vector<std::string> FindCases(const std::string& root);
-// Finds real incidents (directories holding truth.json) under root, sorted.
+// Finds real incidents (directories holding truth.json) under root, the same way.
 std::vector<std::string> FindTruthCases(const std::string& root);
 
 }  // namespace ncclscan

@@ -1,5 +1,7 @@
 #include "engine/partial.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -10,6 +12,9 @@
 #include <iterator>
 #include <memory>
 
+#include <fmt/format.h>
+
+#include "engine/replace_file.h"
 #include "engine/report.h"
 #include "engine/source.h"
 
@@ -457,7 +462,10 @@ bool JobState::Decode(WireReader* r) {
   l.origins = origins_.size();
 
   const size_t nfacts = rules_->facts().size();
+  // The scan's caps hold for a decoded state too: a crafted partial of a few
+  // KB naming ten million empty subjects is corrupt, not gigabytes of them.
   n = r->Count();
+  if (n > kMaxSubjects + 1) r->Fail();  // + the one past the cap
   for (size_t i = 0; i < n && r->ok(); ++i) {
     Subject& s = subjects_.emplace_back();
     s.host = r->S();
@@ -514,6 +522,7 @@ bool JobState::Decode(WireReader* r) {
     subject_index_[key] = r->Index(0, l.subjects);
   }
   n = r->Count();
+  if (n > kMaxComms) r->Fail();
   for (size_t i = 0; i < n && r->ok(); ++i) {
     CommInfo& c = comms_[r->S()];
     c.id = r->S();
@@ -610,10 +619,53 @@ std::string RulesSignature(const RuleSet& rules) {
 namespace {
 
 struct Segment {
-  std::string key;    // the input's path
+  std::string key;    // the input's path, NUL, what the input is (InputIdentity)
   std::string state;  // JobState::Encode
   std::string from;   // the partial file it was read from
 };
+
+// The two halves of a segment key.
+std::string_view KeyPath(std::string_view key) { return key.substr(0, key.find('\0')); }
+std::string_view KeyIdentity(std::string_view key) {
+  size_t nul = key.find('\0');
+  return nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+}
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// What an input is, beyond its path (the same path names different files on
+// two nodes; one file has many spellings): a regular file is its host, device
+// and inode ("file gpu-a 2049 1234"); anything else (stdin, a pipe) its data,
+// a hash of its scanned state ("data 1f2e..."): two stdin partials differ
+// unless they read the same bytes. Deterministic: the same input on the same
+// machine gives the same partial.
+std::string InputIdentity(const std::string& path, std::string_view state) {
+  struct stat st;
+  if (path != "-" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return fmt::format("file {} {} {}", host, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  }
+  return fmt::format("data {:016x}", Fnv1a(state));
+}
+
+// "./a/./b.log" -> "a/b.log": the spelling a scan prefers among duplicates.
+std::string WithoutDotSegments(std::string_view p) {
+  std::string out;
+  while (p.substr(0, 2) == "./") p.remove_prefix(2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '/' && p.substr(i + 1, 2) == "./") {
+      ++i;
+      continue;
+    }
+    out += p[i];
+  }
+  return out;
+}
 
 struct PartialFile {
   std::vector<std::string> errors;
@@ -628,23 +680,10 @@ bool WriteFile(const std::string& path, const std::string& bytes, std::string* e
     }
     return true;
   }
-  // Written beside and renamed: a reader on shared storage never sees half a file.
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    *err = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fflush(f) == 0 && ok;
-  const int e = errno;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *err = "cannot write " + path + ": " + std::strerror(ok ? errno : e);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  // Written beside and renamed (ReplaceFile): a reader on shared storage never
+  // sees half a file, and a link planted beside it in a shared directory is
+  // never written through.
+  return ReplaceFile(path, bytes, err);
 }
 
 bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::string& path, std::string* err) {
@@ -678,99 +717,248 @@ bool WritePartialFile(const RuleSet& rules, const PartialFile& p, const std::str
 // bound stops a corrupt or hostile frame from asking for unbounded memory.
 constexpr size_t kMaxPartialBody = size_t{16} << 30;
 
-bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
-               std::string* err);
+// What each field of a body may hold: a rules signature is 16 hex digits, a
+// writer's version a short string (it is echoed in an error message), a key
+// a path and an identity; only a segment's state is large.
+constexpr size_t kMaxSignature = 64;
+constexpr size_t kSignatureSize = 16;  // RulesSignature: 16 hex digits
+constexpr size_t kMaxWriter = 256;
+constexpr size_t kMaxError = size_t{64} << 10;
+constexpr size_t kMaxKey = size_t{64} << 10;
 
-bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *err = path + ": cannot read: " + std::strerror(errno);
-    return false;
+// A partial's body as a WireReader gives it (bodies in memory: the fuzzer).
+class BodyInMemory {
+ public:
+  explicit BodyInMemory(std::string_view body) : r_(body) {}
+  uint64_t U() { return r_.U(); }
+  std::string S(size_t max) {
+    std::string s = r_.S();
+    if (s.size() > max) r_.Fail();
+    return s;
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    *err = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  if (bytes.compare(0, kMagic.size(), kMagic) != 0) {
-    *err = path + ": not an ncclscan partial (made by 'ncclscan partial -o FILE')";
-    return false;
-  }
-  WireReader head(std::string_view(bytes).substr(kMagic.size()));
-  const uint64_t version = head.U();
-  if (!head.ok() || version != kPartialVersion) {
-    *err = path + ": partial format version " + std::to_string(version) + ", this ncclscan reads version " +
-           std::to_string(kPartialVersion) + "; write the partials and merge them with the same release";
-    return false;
-  }
-  // The frame starts right after the version's varint.
-  size_t vlen = 1;
-  for (uint64_t v = version; v >= 0x80; v >>= 7) ++vlen;
-  std::string_view z = std::string_view(bytes).substr(kMagic.size() + vlen);
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::string body;
-  ZSTD_inBuffer zin{z.data(), z.size(), 0};
-  size_t ret = 1;
-  std::string buf(ZSTD_DStreamOutSize(), '\0');
-  while (zin.pos < zin.size) {
-    ZSTD_outBuffer zout{buf.data(), buf.size(), 0};
-    ret = ZSTD_decompressStream(dctx.get(), &zout, &zin);
-    if (ZSTD_isError(ret)) {
-      *err = path + ": corrupt partial (" + ZSTD_getErrorName(ret) + ")";
-      return false;
-    }
-    body.append(buf.data(), zout.pos);
-    if (body.size() > kMaxPartialBody) {
-      *err = path + ": corrupt partial (state over " + std::to_string(kMaxPartialBody >> 30) + " GiB)";
-      return false;
-    }
-    if (ret == 0 && zin.pos < zin.size) {
-      *err = path + ": corrupt partial (bytes after its end)";
-      return false;
-    }
-  }
-  if (ret != 0) {
-    *err = path + ": truncated partial (the file ends inside its data; was it copied whole?)";
-    return false;
-  }
-  return ParseBody(rules, body, path, out, err);
-}
+  bool ok() const { return r_.ok(); }
+  bool AtEnd() { return r_.done(); }
+  bool Intact() { return true; }
+  std::string Problem() const { return "corrupt partial (its data does not decode)"; }
 
-bool ParseBody(const RuleSet& rules, std::string_view body, const std::string& path, PartialFile* out,
-               std::string* err) {
-  WireReader r(body);
-  const std::string signature = r.S();
-  const std::string writer = r.S();
-  if (r.ok() && signature != RulesSignature(rules)) {
+ private:
+  WireReader r_;
+};
+
+// A partial file's body, decompressed as it is parsed: a hostile frame
+// (gigabytes of zeros in a few KB) fails at the first field that does not
+// fit, instead of being inflated whole first. Memory is what the fields hold.
+class BodyFromFile {
+ public:
+  explicit BodyFromFile(std::FILE* f) : f_(f), dctx_(ZSTD_createDCtx(), ZSTD_freeDCtx), in_(1 << 17) {}
+  uint64_t U() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (!Fill(1)) {
+        ok_ = false;
+        return 0;
+      }
+      unsigned char c = static_cast<unsigned char>(buf_[pos_++]);
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  // Longer than max: corrupt. The bytes are taken as they come, so a length
+  // the data does not have costs nothing.
+  std::string S(size_t max) {
+    uint64_t n = U();
+    std::string s;
+    if (!ok_ || n > max) {
+      ok_ = false;
+      return s;
+    }
+    while (s.size() < n && Fill(1)) {
+      size_t k = std::min<uint64_t>(n - s.size(), buf_.size() - pos_);
+      s.append(buf_, pos_, k);
+      pos_ += k;
+    }
+    if (s.size() < n) ok_ = false;
+    return s;
+  }
+  bool ok() const { return ok_; }
+  // The body ends here: the frame ends and nothing follows it in the file.
+  bool AtEnd() { return ok_ && !Fill(1) && frame_done_ && problem_.empty(); }
+  // Reads to the end, keeping nothing: false when the frame is damaged (its
+  // checksum, a cut), which then explains what was read better than its content.
+  bool Intact() {
+    while (Fill(1)) pos_ = buf_.size();
+    return problem_.empty();
+  }
+  std::string Problem() const { return problem_.empty() ? "corrupt partial (its data does not decode)" : problem_; }
+
+ private:
+  // At least n bytes past pos_ (false at the end of the body or on an error).
+  bool Fill(size_t n) {
+    while (buf_.size() - pos_ < n) {
+      if (!problem_.empty() || (frame_done_ && zin_.pos == zin_.size && file_done_)) return false;
+      if (zin_.pos == zin_.size) {
+        size_t got = std::fread(in_.data(), 1, in_.size(), f_);
+        if (got == 0) {
+          file_done_ = true;
+          if (std::ferror(f_)) {
+            problem_ = std::string("cannot read: ") + std::strerror(errno);
+          } else if (!frame_done_) {
+            problem_ = "truncated partial (the file ends inside its data; was it copied whole?)";
+          }
+          continue;
+        }
+        if (frame_done_) {
+          problem_ = "corrupt partial (bytes after its end)";
+          continue;
+        }
+        zin_ = ZSTD_inBuffer{in_.data(), got, 0};
+      }
+      buf_.erase(0, pos_);
+      pos_ = 0;
+      size_t have = buf_.size();
+      buf_.resize(have + ZSTD_DStreamOutSize());
+      ZSTD_outBuffer zout{buf_.data() + have, buf_.size() - have, 0};
+      size_t ret = ZSTD_decompressStream(dctx_.get(), &zout, &zin_);
+      buf_.resize(have + zout.pos);
+      if (ZSTD_isError(ret)) {
+        problem_ = std::string("corrupt partial (") + ZSTD_getErrorName(ret) + ")";
+        continue;
+      }
+      total_ += zout.pos;
+      if (total_ > kMaxPartialBody) {
+        problem_ = "corrupt partial (state over " + std::to_string(kMaxPartialBody >> 30) + " GiB)";
+        continue;
+      }
+      if (ret == 0) {
+        frame_done_ = true;
+        if (zin_.pos < zin_.size) problem_ = "corrupt partial (bytes after its end)";
+      }
+    }
+    return true;
+  }
+
+  std::FILE* f_;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx_;
+  std::vector<char> in_;
+  ZSTD_inBuffer zin_{nullptr, 0, 0};
+  std::string buf_;  // decompressed, not yet parsed from pos_
+  size_t pos_ = 0;
+  uint64_t total_ = 0;
+  bool ok_ = true, frame_done_ = false, file_done_ = false;
+  std::string problem_;
+};
+
+template <class Body>
+bool ParseBody(const RuleSet& rules, Body* r, const std::string& path, PartialFile* out, std::string* err) {
+  auto fail = [&] {
+    *err = path + ": " + r->Problem();
+    return false;
+  };
+  const std::string signature = r->S(kMaxSignature);
+  const std::string writer = r->S(kMaxWriter);
+  if (!r->ok() || signature.size() != kSignatureSize) return fail();
+  if (signature != RulesSignature(rules)) {
+    if (!r->Intact()) return fail();  // damage, not other rules
     *err = path + ": made with other rules (ncclscan " + writer +
            "); merge with the same ncclscan release, --rules and --disable as the partials";
     return false;
   }
-  GetStrings(&r, &out->errors);
-  size_t n = r.Count();
-  for (size_t i = 0; i < n && r.ok(); ++i) {
+  // Counts are not trusted for sizes: each element is read before it is kept.
+  uint64_t n = r->U();
+  for (uint64_t i = 0; i < n && r->ok(); ++i) out->errors.push_back(r->S(kMaxError));
+  n = r->U();
+  for (uint64_t i = 0; i < n && r->ok(); ++i) {
     Segment& s = out->segments.emplace_back();
-    s.key = r.S();
-    s.state = r.S();
+    s.key = r->S(kMaxKey);
+    s.state = r->S(kMaxPartialBody);
     s.from = path;
   }
-  if (!r.ok() || !r.done()) {
-    *err = path + ": corrupt partial (its data does not decode)";
-    return false;
-  }
+  if (!r->ok() || !r->AtEnd()) return fail();
   return true;
 }
 
-// Puts the segments in the order one scan reads their inputs; an input in two
-// partials is an error.
-bool SortSegments(PartialFile* all, std::string* err) {
-  std::stable_sort(all->segments.begin(), all->segments.end(),
-                   [](const Segment& a, const Segment& b) { return a.key < b.key; });
-  for (size_t i = 1; i < all->segments.size(); ++i) {
-    const Segment& a = all->segments[i - 1];
-    const Segment& b = all->segments[i];
-    if (!a.key.empty() && a.key == b.key) {
-      *err = "input " + a.key + " is in two partials (" + a.from + ", " + b.from +
+bool ReadPartialFile(const RuleSet& rules, const std::string& path, PartialFile* out, std::string* err) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  // The magic first: a log (or /dev/zero) given by mistake is not read whole.
+  std::string head(kMagic.size(), '\0');
+  size_t got = std::fread(head.data(), 1, head.size(), f.get());
+  if (got < head.size() && std::ferror(f.get())) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  if (got != head.size() || head != kMagic) {
+    *err = path + ": not an ncclscan partial (made by 'ncclscan partial -o FILE')";
+    return false;
+  }
+  uint64_t version = 0;
+  bool version_ok = false;
+  for (int shift = 0; shift < 64; shift += 7) {
+    int c = std::fgetc(f.get());
+    if (c == EOF) break;
+    version |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      version_ok = true;
+      break;
+    }
+  }
+  if (!version_ok || version != kPartialVersion) {
+    *err = path + ": partial format version " + std::to_string(version) + ", this ncclscan reads version " +
+           std::to_string(kPartialVersion) + "; write the partials and merge them with the same release";
+    return false;
+  }
+  BodyFromFile body(f.get());
+  return ParseBody(rules, &body, path, out, err);
+}
+
+// Puts the segments in the order one scan reads their inputs (by path, then
+// by what the input is). One input in several segments (one file under two
+// spellings, a partial merged twice) is kept once, as a scan keeps each real
+// file once: the spelling a scan prefers, the others counted in *duplicates.
+bool SortSegments(PartialFile* all, std::vector<std::string>* duplicates, std::string* err) {
+  auto& segs = all->segments;
+  // Each identity's preferred segment first: "a.log" before "./a.log".
+  std::vector<size_t> by_identity(segs.size());
+  for (size_t i = 0; i < segs.size(); ++i) by_identity[i] = i;
+  std::stable_sort(by_identity.begin(), by_identity.end(), [&](size_t x, size_t y) {
+    const std::string_view ix = KeyIdentity(segs[x].key), iy = KeyIdentity(segs[y].key);
+    if (ix != iy) return ix < iy;
+    const std::string px(KeyPath(segs[x].key)), py(KeyPath(segs[y].key));
+    const std::string dx = WithoutDotSegments(px), dy = WithoutDotSegments(py);
+    if (dx != dy) return dx < dy;
+    if (px.size() != py.size()) return px.size() < py.size();
+    return segs[x].state < segs[y].state;
+  });
+  std::vector<bool> drop(segs.size(), false);
+  for (size_t k = 1; k < by_identity.size(); ++k) {
+    const Segment& kept = segs[by_identity[k - 1]];
+    const Segment& s = segs[by_identity[k]];
+    const std::string_view id = KeyIdentity(s.key);
+    if (id.empty() || id != KeyIdentity(kept.key)) continue;
+    drop[by_identity[k]] = true;
+    duplicates->emplace_back(KeyPath(s.key));
+    by_identity[k] = by_identity[k - 1];  // compare the next one with the kept one
+  }
+  std::vector<Segment> kept;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(segs[i]));
+  }
+  segs = std::move(kept);
+  std::stable_sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
+    if (KeyPath(a.key) != KeyPath(b.key)) return KeyPath(a.key) < KeyPath(b.key);
+    return KeyIdentity(a.key) < KeyIdentity(b.key);
+  });
+  for (size_t i = 1; i < segs.size(); ++i) {
+    const Segment& a = segs[i - 1];
+    const Segment& b = segs[i];
+    // A partial without identities (an older writer) names inputs by path alone.
+    if (!a.key.empty() && a.key == b.key && KeyIdentity(a.key).empty()) {
+      *err = "input " + std::string(KeyPath(a.key)) + " is in two partials (" + a.from + ", " + b.from +
              "); give each input to one 'ncclscan partial' only";
       return false;
     }
@@ -784,14 +972,15 @@ void Append(PartialFile&& p, PartialFile* all) {
   for (auto& s : p.segments) all->segments.push_back(std::move(s));
 }
 
-// Every segment of every file, sorted.
-bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all, std::string* err) {
+// Every segment of every file, sorted, each input once.
+bool ReadAll(const RuleSet& rules, const std::vector<std::string>& files, PartialFile* all,
+             std::vector<std::string>* duplicates, std::string* err) {
   for (const auto& path : files) {
     PartialFile p;
     if (!ReadPartialFile(rules, path, &p, err)) return false;
     Append(std::move(p), all);
   }
-  return SortSegments(all, err);
+  return SortSegments(all, duplicates, err);
 }
 
 // A segment's state, or false with *err naming the partial it came from.
@@ -803,7 +992,8 @@ bool DecodeSegment(const Segment& s, JobState* st, std::string* err) {
 }
 
 // Decodes each segment in turn (its bytes freed once decoded) and folds it in.
-bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::string* err) {
+bool MergeSegments(const RuleSet& rules, PartialFile* all, const std::vector<std::string>& duplicates, Analysis* out,
+                   std::string* err) {
   out->state = std::make_unique<JobState>(&rules);
   out->errors = std::move(all->errors);
   for (Segment& s : all->segments) {
@@ -812,6 +1002,7 @@ bool MergeSegments(const RuleSet& rules, PartialFile* all, Analysis* out, std::s
     std::string().swap(s.state);
     out->state->Absorb(std::move(seg));
   }
+  for (const auto& d : duplicates) out->state->skipped().Add(kSkipDuplicate, d);
   out->inputs = out->state->ReadableFiles();
   out->state->Finalize();
   out->diagnosis = Diagnose(*out->state);
@@ -843,7 +1034,8 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
     *inputs += st.ReadableFiles();
     WireWriter w;
     st.Encode(&w);
-    p.segments.push_back({input.path, std::move(w.bytes()), ""});
+    std::string key = input.path + '\0' + InputIdentity(input.path, w.bytes());
+    p.segments.push_back({std::move(key), std::move(w.bytes()), ""});
   }
   p.errors.assign(errors->begin() + static_cast<std::ptrdiff_t>(first_error), errors->end());
   return WritePartialFile(rules, p, out_path, err);
@@ -851,7 +1043,8 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
 
 bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err) {
   PartialFile all;
-  return ReadAll(rules, files, &all, err) && MergeSegments(rules, &all, out, err);
+  std::vector<std::string> duplicates;
+  return ReadAll(rules, files, &all, &duplicates, err) && MergeSegments(rules, &all, duplicates, out, err);
 }
 
 bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view>& bodies, Analysis* out,
@@ -859,19 +1052,30 @@ bool MergePartialBodies(const RuleSet& rules, const std::vector<std::string_view
   PartialFile all;
   for (size_t i = 0; i < bodies.size(); ++i) {
     PartialFile p;
-    if (!ParseBody(rules, bodies[i], "body " + std::to_string(i), &p, err)) return false;
+    BodyInMemory body(bodies[i]);
+    if (!ParseBody(rules, &body, "body " + std::to_string(i), &p, err)) return false;
     Append(std::move(p), &all);
   }
-  return SortSegments(&all, err) && MergeSegments(rules, &all, out, err);
+  std::vector<std::string> duplicates;
+  return SortSegments(&all, &duplicates, err) && MergeSegments(rules, &all, duplicates, out, err);
 }
 
 bool CombinePartials(const RuleSet& rules, const std::vector<std::string>& files, const std::string& out_path,
                      std::string* err) {
   PartialFile all;
-  if (!ReadAll(rules, files, &all, err)) return false;
+  std::vector<std::string> duplicates;
+  if (!ReadAll(rules, files, &all, &duplicates, err)) return false;
   for (const Segment& s : all.segments) {  // a combined partial holds only states that decode
     JobState seg(&rules);
     if (!DecodeSegment(s, &seg, err)) return false;
+  }
+  // The duplicates left out are counted in a segment of their own, as a walk's skips are.
+  if (!duplicates.empty()) {
+    JobState dup(&rules);
+    for (const auto& d : duplicates) dup.skipped().Add(kSkipDuplicate, d);
+    WireWriter w;
+    dup.Encode(&w);
+    all.segments.insert(all.segments.begin(), Segment{"", std::move(w.bytes()), ""});
   }
   return WritePartialFile(rules, all, out_path, err);
 }

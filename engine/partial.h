@@ -4,11 +4,15 @@
 // of a cluster over its share of the logs; `ncclscan merge FILE...` reads them.
 //
 // A partial holds one segment per input file the scan expanded (an archive is
-// one input with its members): that input's unfinalized JobState. A merge
-// sorts every segment of every partial by input path — the order one scan of
-// the whole set reads them in (ExpandInputs sorts) — and folds them with
-// JobState::Absorb, so it is associative and commutative: any grouping, any
-// order of partials gives the same result. It equals one scan except where a
+// one input with its members): that input's unfinalized JobState, keyed by
+// the input's path and what the input is (a regular file: host, device and
+// inode; stdin or a pipe: a hash of its state), so the same path on two nodes
+// is two inputs and one file under two spellings is one. A merge keeps each
+// input once (the others counted as duplicates, as a scan counts them), sorts
+// the segments by input path — the order one scan of the whole set reads them
+// in (ExpandInputs sorts) — and folds them with JobState::Absorb, so it is
+// associative and commutative: any grouping, any order of partials gives the
+// same result. It equals one scan except where a
 // scan carries state from one file into the next (JobState::Absorb says
 // which; one process's lines split over two files).
 //
@@ -20,8 +24,9 @@
 //             correlation ids: a merge needs the same rules)
 //     string  ncclscan version that wrote it (informational)
 //     varint  n, then n strings: input problems met while scanning
-//     varint  n, then n segments: string key (input path), string state
-//             (JobState::Encode)
+//     varint  n, then n segments: string key (input path, NUL, what the
+//             input is: "file HOST DEV INO" or "data HASH"; path alone from
+//             older writers), string state (JobState::Encode)
 // Integers are LEB128 varints (signed ones zigzag), strings a varint length
 // and the bytes, doubles 8 bytes little-endian.
 //
@@ -95,7 +100,7 @@ bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& path
 // Merges partial files into one finalized analysis (its errors: the input
 // problems the partials recorded). False with *err naming the file when one
 // cannot be read, is not a partial, is truncated or corrupt, has another
-// version, was made with other rules, or shares an input with another.
+// version, or was made with other rules.
 bool MergePartials(const RuleSet& rules, const std::vector<std::string>& files, Analysis* out, std::string* err);
 
 // The same from partials' bodies (the bytes inside their zstd frame), for the

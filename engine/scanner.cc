@@ -173,6 +173,31 @@ class ChunkPool {
   std::vector<std::unique_ptr<Chunk>> free_;
 };
 
+// Squeezes each run of NUL bytes in buf[0, n) to one NUL; returns the new size.
+size_t SqueezeNulRuns(char* buf, size_t n) {
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (buf[i] == '\0' && out > 0 && buf[out - 1] == '\0') continue;
+    buf[out++] = buf[i];
+  }
+  return out;
+}
+
+// Whether more lines of buf[0, n) end in a lone CR (not CR LF) than in '\n':
+// a CR-only log, perhaps with a LF somewhere (its last line, a first line
+// written by another program). A tqdm bar redrawn on a LF log is not: its
+// redraws are far fewer than the log's lines.
+bool MostlyLoneCrs(const char* buf, size_t n) {
+  const char* cr = static_cast<const char*>(std::memchr(buf, '\r', n));
+  if (!cr) return false;
+  size_t lone = 0, lf = 0;
+  for (const char* p = buf; p < buf + n; ++p) {
+    if (*p == '\n') ++lf;
+    if (*p == '\r' && (p + 1 == buf + n || p[1] != '\n')) ++lone;
+  }
+  return lone > lf;
+}
+
 // The serial input stage: turns inputs into chunks of whole lines of one file
 // (a plain file, or one member of an archive). It runs concurrently with the
 // serial output stage, so it never touches JobState: names, bytes and errors
@@ -224,6 +249,7 @@ class ChunkReader {
         carry_.clear();
         skipping_ = false;
         cr_lines_ = false;
+        first_chunk_ = true;
         // A Flight Recorder dump (or any pickle: never a log) is one value,
         // not lines: it is read whole here and gives no chunk.
         std::string_view head = input_->Head();
@@ -301,11 +327,12 @@ class ChunkReader {
     dumps_.push_back(std::move(f));
   }
 
-  // The current member is done; after a read error, so is its input (an
-  // archive cannot be read past a damaged member).
+  // The current member is done; after a read error, so is its input unless
+  // it reads on (a tar member whose own compression was damaged: the tar
+  // itself goes on to the next header).
   void EndMember() {
     member_open_ = false;
-    if (failed_) CloseInput();
+    if (failed_ && !input_->ReadsOnAfterMemberError()) CloseInput();
   }
 
   // Reads until the buffer holds at least one whole line (or the file ends).
@@ -359,8 +386,24 @@ class ChunkReader {
         skipping_ = false;
       }
       const void* last = n ? memrchr(buf.data(), '\n', n) : nullptr;
+      if (!last && n >= opts_.max_line) {
+        // A zero-filled hole (what a file system leaves after a crash) is no
+        // text, and the parser drops NULs anyway: each run of them counts as
+        // one byte, so a hole longer than max_line does not make the line
+        // after it overlong (cut away unseen).
+        size_t m = SqueezeNulRuns(buf.data(), n);
+        if (m < n) {
+          n = m;
+          if (!eof) continue;
+        }
+      }
       // A file whose lines end in CR alone (old Mac, some terminal captures):
-      // no '\n' in a whole chunk, so end the chunk after its last CR instead.
+      // most line ends of its first chunk are lone CRs, or a whole chunk has
+      // no '\n'; its chunks end after their last CR and every CR ends a line.
+      if (first_chunk_) {
+        first_chunk_ = false;
+        if (!cr_lines_ && MostlyLoneCrs(buf.data(), n)) cr_lines_ = true;
+      }
       if (!last && (cr_lines_ || n >= std::min(opts_.chunk_size, opts_.max_line))) {
         last = memrchr(buf.data(), '\r', n);
         if (last) cr_lines_ = true;
@@ -413,6 +456,7 @@ class ChunkReader {
   std::string carry_;
   bool skipping_ = false;
   bool cr_lines_ = false;  // this file had a chunk's worth of bytes without '\n' but with CRs
+  bool first_chunk_ = false;  // the current member has not sent a chunk yet
 };
 
 // Builds the folded runs of one chunk (see FoldEntry).

@@ -373,15 +373,35 @@ std::string SniffName(std::string_view path) {
 
 std::string Display(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
-// The bytes of the current tar member.
+// The bytes of the current tar member. A failure here is the archive's own
+// (cut, unreadable): *damaged is set, and nothing after it can be read.
 class MemberBytes : public ByteReader {
  public:
-  MemberBytes(struct archive* a, const ArchiveSource* src) : a_(a), src_(src) {}
-  ssize_t Read(char* buf, size_t n, std::string* err) override { return ReadArchiveData(a_, *src_, buf, n, err); }
+  MemberBytes(struct archive* a, const ArchiveSource* src, bool* damaged) : a_(a), src_(src), damaged_(damaged) {}
+  ssize_t Read(char* buf, size_t n, std::string* err) override {
+    ssize_t r = ReadArchiveData(a_, *src_, buf, n, err);
+    if (r < 0) *damaged_ = true;
+    return r;
+  }
 
  private:
   struct archive* a_;
   const ArchiveSource* src_;
+  bool* damaged_;
+};
+
+// A member that cannot be decoded from its first byte (a foreign .xz header):
+// every Read is its error, so the member is counted and named like any other.
+class FailedReader : public ByteReader {
+ public:
+  explicit FailedReader(std::string error) : error_(std::move(error)) {}
+  ssize_t Read(char*, size_t, std::string* err) override {
+    *err = error_;
+    return -1;
+  }
+
+ private:
+  std::string error_;
 };
 
 // How much of a file content hygiene looks at.
@@ -887,6 +907,7 @@ class InputReader::Tar {
   bool Open(std::string* err) { return OpenArchive(a_.get(), &src_, err); }
   // The next regular file: 1 with *member set, 0 at the end, -1 on error.
   int Next(std::string* member, std::string* err) {
+    if (damaged_) return 0;  // reported already, as the member it cut
     for (;;) {
       struct archive_entry* e;
       int rc = archive_read_next_header(a_.get(), &e);
@@ -906,12 +927,16 @@ class InputReader::Tar {
       return 1;
     }
   }
-  std::unique_ptr<ByteReader> Bytes() { return std::make_unique<MemberBytes>(a_.get(), &src_); }
+  std::unique_ptr<ByteReader> Bytes() { return std::make_unique<MemberBytes>(a_.get(), &src_, &damaged_); }
+  // Whether reading a member failed in the tar stream itself (not in the
+  // member's own compression, which the next header skips past).
+  bool damaged() const { return damaged_; }
 
  private:
   std::unique_ptr<ByteReader> in_;
   ArchiveSource src_;
   ArchivePtr a_;
+  bool damaged_ = false;
 };
 
 InputReader::InputReader() = default;
@@ -969,12 +994,16 @@ bool InputReader::NextMember(std::string* name, std::string* err) {
         continue;
       }
     }
-    // A member may be compressed itself (rank3.log.gz in a tar).
+    // A member may be compressed itself (rank3.log.gz in a tar). One that
+    // cannot be decoded is that member's error, read as such (FailedReader).
     std::string derr;
     auto bytes = Decompressed(tar_->Bytes(), &derr);
     if (!bytes) {
-      *err = m + ": " + derr;
-      return false;
+      if (tar_->damaged()) {
+        *err = m + ": " + derr;
+        return false;
+      }
+      bytes = std::make_unique<FailedReader>(derr);
     }
     auto peek = std::make_unique<Peekable>(std::move(bytes));
     peek->Peek(kSniffBytes);
@@ -988,6 +1017,8 @@ bool InputReader::NextMember(std::string* name, std::string* err) {
     return true;
   }
 }
+
+bool InputReader::ReadsOnAfterMemberError() const { return tar_ && !tar_->damaged(); }
 
 std::string_view InputReader::Head() const {
   // Both kinds of member are Peekable (NextMember).

@@ -153,6 +153,9 @@ class InputReader {
   // The current member's first bytes (up to 8 KiB, what content hygiene
   // looked at), before the first Read; "" when there is no member.
   std::string_view Head() const;
+  // Whether the members after one that failed to read can still be read: a
+  // tar whose stream is intact (the member's own compression was damaged).
+  bool ReadsOnAfterMemberError() const;
   // Members skipped so far (hygiene).
   const SkippedInputs& skipped() const { return skipped_; }
 

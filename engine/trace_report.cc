@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <queue>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "engine/report.h"
 #include "parsers/text_util.h"
@@ -81,8 +83,22 @@ std::string EpochTime(int64_t sec) {
   return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", y + (m <= 2), m, d, s / 3600, s / 60 % 60, s % 60);
 }
 
-int64_t LogNs(double t) { return t < 0 ? kNoTime : std::llround(t * 1e9); }
-int64_t DumpNs(double t) { return t < 0 || !std::isfinite(t) ? kNoTime : std::llround(t); }
+// Bounds that keep every sum and difference of times below in int64 (a dump
+// or a log line can say anything): dump times up to 2^62 ns (year 2116 on the
+// epoch clock), log times up to 10^18 ns (log times are seconds of one year),
+// durations up to 10^17 ns (about 3 years; longer ones are drawn that long
+// and say so). Anything else (inf, NaN, beyond) is no time.
+constexpr int64_t kMaxDumpNs = int64_t{1} << 62;
+constexpr int64_t kMaxLogNs = 1000000000000000000;
+constexpr int64_t kMaxDurationNs = 100000000000000000;
+constexpr int64_t kMaxDurationMs = kMaxDurationNs / 1000000;
+
+int64_t LogNs(double t) {
+  return t >= 0 && t * 1e9 < static_cast<double>(kMaxLogNs) ? std::llround(t * 1e9) : kNoTime;
+}
+int64_t DumpNs(double t) { return t >= 0 && t < static_cast<double>(kMaxDumpNs) ? std::llround(t) : kNoTime; }
+// Milliseconds as a duration in nanoseconds, capped at kMaxDurationNs.
+int64_t DurationNs(int64_t ms) { return std::min(ms, kMaxDurationMs) * 1000000; }
 
 // "[1024, 1024]" lists of a Flight Recorder entry's sizes.
 std::string Shapes(const std::vector<std::vector<int64_t>>& v) {
@@ -254,17 +270,23 @@ class TraceBuilder {
   // The track an evidence line belongs to: the only live subject that wrote
   // its file; else the one of those the finding names; else the rank the line
   // names itself; else the finding's only rank; else the job track.
+  // One file may hold every rank of a job (an interleaved log of 100k ranks),
+  // and so may a finding: the candidates are looked at once, each rank found
+  // by binary search in the finding's sorted ranks, so a trace stays linear.
   int TrackFor(const Evidence& e, const Finding* f) {
-    std::vector<int> cands;
+    static const std::vector<int> kNone;
     auto it = file_tracks_.find(e.file);
-    if (it != file_tracks_.end()) cands = it->second;
+    const std::vector<int>& cands = it != file_tracks_.end() ? it->second : kNone;
     if (cands.size() == 1) return cands[0];
     if (f && cands.size() > 1) {
-      std::vector<int> named;
+      const std::vector<int>& ranks = SortedRanks(*f);
+      int named = -1, count = 0;
       for (int t : cands) {
-        if (tracks_[t].rank >= 0 && std::count(f->ranks.begin(), f->ranks.end(), tracks_[t].rank)) named.push_back(t);
+        if (tracks_[t].rank < 0 || !std::binary_search(ranks.begin(), ranks.end(), tracks_[t].rank)) continue;
+        named = t;
+        if (++count > 1) break;
       }
-      if (named.size() == 1) return named[0];
+      if (count == 1) return named;
     }
     // A rank named by the line or by the finding gets its track even if no subject had it.
     int r = RankInText(e.text);
@@ -275,6 +297,14 @@ class TraceBuilder {
       if (pr >= 0 && rank_track_.count(pr)) return rank_track_[pr];
     }
     return JobTrack();
+  }
+
+  const std::vector<int>& SortedRanks(const Finding& f) {
+    auto it = sorted_ranks_.find(&f);
+    if (it != sorted_ranks_.end()) return it->second;
+    std::vector<int> r = f.ranks;
+    std::sort(r.begin(), r.end());
+    return sorted_ranks_.emplace(&f, std::move(r)).first->second;
   }
 
   std::string Cite(const Evidence& e) const { return fmt::format("{}:{}", st_.CitedPath(e, "?"), st_.CitedLine(e)); }
@@ -305,7 +335,7 @@ class TraceBuilder {
       Event ev;
       ev.track = track;
       ev.ph = 'X';
-      ev.dur_ns = ms >= 0 ? ms * 1000000 : 0;
+      ev.dur_ns = ms >= 0 ? DurationNs(ms) : 0;
       ev.ns = end - ev.dur_ns;
       ev.name = w.op + (w.seq.empty() ? "" : " #" + w.seq) + " timed out";
       ev.cat = "watchdog";
@@ -317,6 +347,7 @@ class TraceBuilder {
         a.Int("ran_ms", w.ran_ms);
       else
         a.Str("note", ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
+      if (ms > kMaxDurationMs) a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
       a.Str("text", e.text).Str("at", Cite(e));
       ev.args = a.Done();
       slices[key] = std::move(ev);
@@ -382,7 +413,7 @@ class TraceBuilder {
         int64_t created = DumpNs(e.time_created_ns);
         if (DumpNs(e.time_completed_ns) == kNoTime && e.state != "completed" && created != kNoTime &&
             e.timeout_ms > 0) {
-          int64_t t = created + e.timeout_ms * 1000000;
+          int64_t t = created + DurationNs(e.timeout_ms);
           if (fired == kNoTime || t < fired) fired = t;
         }
       }
@@ -434,7 +465,10 @@ class TraceBuilder {
         a.Str("end", completed
                          ? "completed (seen by the watchdog)"
                          : "never completed: drawn to the estimated dump time (otherData.flight_recorder_dump_time)");
-        if (e.duration_ms >= 0) a.Raw("gpu_duration_ms", fmt::format("{:.3f}", e.duration_ms));
+        // JSON has no inf or NaN (a pickle can hold them): such a duration is left out.
+        if (e.duration_ms >= 0 && std::isfinite(e.duration_ms)) {
+          a.Raw("gpu_duration_ms", fmt::format("{:.3f}", e.duration_ms));
+        }
         if (e.timeout_ms >= 0) a.Int("timeout_ms", e.timeout_ms);
         a.Int("record_id", e.record_id);
         if (!e.top_frame.empty()) a.Str("frame", e.top_frame);
@@ -519,6 +553,13 @@ class TraceBuilder {
 
   // Slices on one thread must nest: each goes to the first lane of its track
   // where it starts after the open slices end or fits inside the innermost.
+  // Linear in slices (times log): slices that overlap without nesting (dumps
+  // of one rank read twice, a thousand process groups) can open a lane each,
+  // and scanning every lane per slice would be quadratic. A lane's open ends
+  // form a stack (innermost on top, the smallest); ends at or before a
+  // slice's start are closed on every lane at once (a heap of the tops), so
+  // the first lane that takes the slice is the first whose top is at least
+  // its end (a max tree over the lanes' tops; no open slice: the maximum).
   void AssignLanes() {
     std::vector<size_t> order;
     for (size_t i = 0; i < events_.size(); ++i) {
@@ -528,21 +569,48 @@ class TraceBuilder {
       const Event &x = events_[a], &y = events_[b];
       return std::make_tuple(x.track, x.ns, -x.dur_ns) < std::make_tuple(y.track, y.ns, -y.dur_ns);
     });
-    std::map<int, std::vector<std::vector<int64_t>>> open;  // track -> lane -> stack of slice ends
-    for (size_t i : order) {
-      Event& e = events_[i];
-      auto& lanes = open[e.track];
-      const int64_t end = e.ns + e.dur_ns;
-      size_t lane = 0;
-      for (; lane < lanes.size(); ++lane) {
-        auto& stack = lanes[lane];
-        while (!stack.empty() && stack.back() <= e.ns) stack.pop_back();
-        if (stack.empty() || stack.back() >= end) break;
+    constexpr int64_t kNoneOpen = std::numeric_limits<int64_t>::max();
+    for (size_t run = 0; run < order.size();) {
+      const int track = events_[order[run]].track;
+      size_t run_end = run;
+      while (run_end < order.size() && events_[order[run_end]].track == track) ++run_end;
+      // At most one lane per slice: the tree's leaves are the lanes' tops.
+      size_t leaves = 1;
+      while (leaves < run_end - run + 1) leaves *= 2;
+      std::vector<int64_t> tree(2 * leaves, kNoneOpen);
+      auto set_top = [&](size_t lane, int64_t v) {
+        size_t i = leaves + lane;
+        tree[i] = v;
+        for (i /= 2; i >= 1; i /= 2) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+      };
+      auto first_at_least = [&](int64_t v) {
+        size_t i = 1;
+        while (i < leaves) i = tree[2 * i] >= v ? 2 * i : 2 * i + 1;
+        return i - leaves;
+      };
+      std::vector<std::vector<int64_t>> lanes;  // lane -> stack of open slice ends
+      using Top = std::pair<int64_t, size_t>;   // (end, lane) when it was a lane's top
+      std::priority_queue<Top, std::vector<Top>, std::greater<Top>> tops;
+      for (; run < run_end; ++run) {
+        Event& e = events_[order[run]];
+        while (!tops.empty() && tops.top().first <= e.ns) {
+          auto [v, lane] = tops.top();
+          tops.pop();
+          auto& stack = lanes[lane];
+          if (stack.empty() || stack.back() != v) continue;  // closed already
+          stack.pop_back();
+          set_top(lane, stack.empty() ? kNoneOpen : stack.back());
+          if (!stack.empty()) tops.push({stack.back(), lane});
+        }
+        const int64_t end = e.ns + e.dur_ns;
+        size_t lane = first_at_least(end);
+        if (lane == lanes.size()) lanes.emplace_back();
+        lanes[lane].push_back(end);
+        set_top(lane, end);
+        tops.push({end, lane});
+        e.lane = static_cast<int>(lane);
+        lanes_used_[track] = std::max(lanes_used_[track], e.lane + 1);
       }
-      if (lane == lanes.size()) lanes.emplace_back();
-      lanes[lane].push_back(end);
-      e.lane = static_cast<int>(lane);
-      lanes_used_[e.track] = std::max(lanes_used_[e.track], e.lane + 1);
     }
   }
 
@@ -654,6 +722,7 @@ class TraceBuilder {
   std::map<int, int> rank_track_;
   std::map<int, int> subject_track_;
   std::map<int, std::vector<int>> file_tracks_;  // file -> tracks of the live subjects that wrote it
+  std::map<const Finding*, std::vector<int>> sorted_ranks_;  // TrackFor's lookups
   std::vector<int> culprits_;
   std::vector<int> dump_track_;  // per Flight Recorder file
   int job_track_ = -1;

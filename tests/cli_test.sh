@@ -33,12 +33,15 @@ PLAN=(
   readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
-  corpus_case_passes broken_rule_fails_with_diff
+  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
+  rule_text_is_escaped_for_the_terminal
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
+  partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
+  merge_memory_is_bounded
 )
 pass=0
 fail=0
@@ -146,6 +149,7 @@ trap on_exit EXIT
 
 # --- conditions (each sets $why when it fails) ---------------------------------
 out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
+no_err() { [ ! -s "$T/err" ] || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 is_json() {
   "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null ||
@@ -444,6 +448,78 @@ expect out_has '^    findings were:'
 expect out_has '^0 passed, 1 failed$'
 end
 
+# `test --update` rewrites only expectations inside the corpus: a case
+# directory that links out is not followed, an expected.json that is a link or
+# holds keys no expectation has is refused (exit 2), the rest is updated.
+W="$T/upd"
+mkdir -p "$W/corpus/case1" "$W/corpus/case3" "$W/corpus/case4" "$W/outside/victim"
+L='gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>'
+for c in case1 case3 case4; do echo "$L" >"$W/corpus/$c/rank1.log"; done
+echo '{"description": "c1"}' >"$W/corpus/case1/expected.json"
+echo '{"description": "c4", "api_key_name": "keep me"}' >"$W/corpus/case4/expected.json"
+echo '{"description": "someone else s file", "api_key_name": "keep me"}' >"$W/outside/victim/expected.json"
+echo '{"name": "my-app", "version": "1.2.3"}' >"$W/outside/package.json"
+cp "$W/outside/victim/expected.json" "$W/victim.orig"
+cp "$W/outside/package.json" "$W/package.orig"
+cp "$W/corpus/case4/expected.json" "$W/case4.orig"
+ln -s ../outside/victim "$W/corpus/case2"
+ln -s ../../outside/package.json "$W/corpus/case3/expected.json"
+check test_update_never_follows_links_out 2 "$NS" test --update "$W/corpus" --color never
+expect cmp -s "$W/outside/victim/expected.json" "$W/victim.orig"
+expect cmp -s "$W/outside/package.json" "$W/package.orig"
+expect cmp -s "$W/corpus/case4/expected.json" "$W/case4.orig"
+expect test -L "$W/corpus/case3/expected.json"
+expect err_has "not updated: $W/corpus/case3/expected.json: it is not a regular file"
+expect err_has "not updated: $W/corpus/case4/expected.json: its keys \\[api_key_name\\] are not an expectation's"
+expect out_has "^UPDATED $W/corpus/case1$"
+expect grep -q NCCL-CONN-CLOSED "$W/corpus/case1/expected.json"
+end
+
+# A directory with links back to itself is walked once, not k^8 times.
+mkdir -p "$T/loopc/x"
+for i in 1 2 3 4 5 6 7 8 9 10; do ln -s . "$T/loopc/x/l$i"; done
+check test_walks_link_loops_once 2 timeout 20 "$NS" test "$T/loopc" --color never
+expect err_has 'no test cases'
+end
+
+# Text from rule files reaches the terminal escaped, as input text does in a
+# report: explain, rules --list and the loader's diagnostics never print raw
+# ESC / OSC sequences (window title, clear screen, hyperlinks) or BEL.
+mkdir -p "$T/hostile_rules" "$T/hostile_bad"
+cat >"$T/hostile_rules/h.yaml" <<'Y'
+rules:
+  - id: SITE-HOSTILE
+    title: "T \e]0;PWNED\a \e[2J"
+    category: config
+    family: nccl
+    pattern: 'Using network (?P<net>Zzz\S*)'
+    finding:
+      severity: error
+      confidence: 0.5
+      role: root
+      explanation: "E \e]0;PWNED\a {net}"
+      remediation: "R \e[2J"
+    references: ["\e]8;;http://evil.example\e\\docs\e]8;;\e\\"]
+    examples:
+      match:
+        - "h1:1:1 [0] NCCL INFO Using network ZzzNet"
+      no_match:
+        - "h1:1:1 [0] NCCL INFO Using network IB"
+Y
+printf 'rules:\n  - id: X\x1b]0;PWNED\x07\x1b[2J\n    title: x\n' >"$T/hostile_bad/e.yaml"
+no_esc_out() { ! grep -q $'[\x1b\x07]' "$T/out" || { why="stdout: $(snippet "$T/out" | cat -v)"; return 1; }; }
+no_esc_err() { ! grep -q $'[\x1b\x07]' "$T/err" || { why="stderr: $(snippet "$T/err" | cat -v)"; return 1; }; }
+check rule_text_is_escaped_for_the_terminal 0 "$NS" explain SITE-HOSTILE --rules "$T/hostile_rules"
+expect no_esc_out
+expect out_has 'PWNED'
+also_run 0 "$NS" rules --list --rules "$T/hostile_rules"
+expect no_esc_out
+expect out_has 'SITE-HOSTILE'
+also_run 2 "$NS" rules --check "$T/hostile_bad"
+expect no_esc_err
+expect err_has 'PWNED'
+end
+
 # --- bad-input matrix -------------------------------------------------------------
 head -c 20000 /dev/urandom >"$T/binary.bin"
 check binary_file 1 "$NS" --format json "$T/binary.bin" "$GOOD"
@@ -551,8 +627,26 @@ end
 closed_pipe() {
   "$PY" -c 'import os,subprocess,sys; r,w=os.pipe(); os.close(r); sys.exit(subprocess.call(sys.argv[1:], stdout=w))' "$@"
 }
-check write_error_closed_pipe 2 closed_pipe "$NS" --format json "$CASE_DIR"
-expect err_has '^ncclscan: error: cannot write output: Broken pipe$'
+# A reader that stopped reading (`ncclscan ... | head -1`) took what it wanted:
+# no error, and the exit status the scan earned (1: findings), the same for a
+# report larger than the pipe buffer (EPIPE) as for one that fits in it.
+big_report="$T/big_report.log"
+"$PY" -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(3000):
+        f.write(f"gpu-b:{i}:{i} [1] NCCL INFO Invalid value x for NCCL_X{i}, using default 1\n")
+        f.write(f"gpu-b:{i}:{i} [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n")' "$big_report"
+check write_error_closed_pipe 1 closed_pipe "$NS" --format json "$CASE_DIR"
+expect no_err
+also_run 1 closed_pipe "$NS" --format json "$big_report"
+expect no_err
+also_run 1 bash -o pipefail -c "'$NS' --format json '$big_report' | head -c 100 >/dev/null"
+expect no_err
+also_run 1 bash -o pipefail -c "'$NS' --format json '$GOOD' | head -c 100 >/dev/null"
+expect no_err
+also_run 0 closed_pipe "$NS" rules --list
+expect no_err
 end
 
 out_lacks() { ! grep -q -- "$1" "$T/out" || { why="stdout: $(grep -m1 -- "$1" "$T/out" | head -c 200)"; return 1; }; }
@@ -603,6 +697,103 @@ end
 check merge_rejects_a_log 2 "$NS" merge "$T/p1.partial" "$GOOD"
 expect err_has "^ncclscan: error: $GOOD: not an ncclscan partial (made by 'ncclscan partial -o FILE')"
 expect out_lacks .
+end
+
+# A link planted at FILE.tmp (or at FILE) in a shared partials directory is
+# never written through: the partial is written to a temporary file created
+# exclusively beside FILE, then renamed.
+mkdir -p "$T/shared"
+echo 'victim data' >"$T/victim.txt"
+echo 'victim 2' >"$T/victim2.txt"
+ln -s ../victim.txt "$T/shared/part-0.partial.tmp"
+ln -s ../victim2.txt "$T/shared/all.partial.tmp"
+ln -s ../victim2.txt "$T/shared/all.partial"
+check partial_output_never_writes_through_a_planted_link 0 "$NS" partial -o "$T/shared/part-0.partial" "$GOOD"
+also_run 0 "$NS" merge -o "$T/shared/all.partial" "$T/shared/part-0.partial"
+expect grep -qx 'victim data' "$T/victim.txt"
+expect grep -qx 'victim 2' "$T/victim2.txt"
+expect test -f "$T/shared/part-0.partial" -a ! -L "$T/shared/part-0.partial"
+expect test -f "$T/shared/all.partial" -a ! -L "$T/shared/all.partial"
+also_run 1 "$NS" merge --format json "$T/shared/all.partial"
+expect json_eq 'd["input"]["lines"]' 2
+end
+
+# The --help recipe on two nodes (simulated: two directories): each node's
+# `partial -o nN.part /local/logs/` names its own local/logs/train.log; the
+# merge reads both (one input each), as one scan of both files does. Two stdin
+# partials are two inputs too; one file under two spellings is one.
+M="$T/nodes"
+mkdir -p "$M/nodeA/local/logs" "$M/nodeB/local/logs" "$M/job"
+printf 'gpu-a:11:11 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\n' >"$M/nodeA/local/logs/train.log"
+printf 'gpu-b:22:22 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\ngpu-b:22:22 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n' >"$M/nodeB/local/logs/train.log"
+cp "$M/nodeA/local/logs/train.log" "$M/job/r0.log"
+cp "$M/nodeB/local/logs/train.log" "$M/job/r1.log"
+"$NS" --format json "$M/nodeA/local/logs/train.log" "$M/nodeB/local/logs/train.log" >"$T/both.json"
+both_json() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["input"]["lines"], len(d["input"]["files"]), [f["rule"] for f in d["findings"]], d["subjects"])' "$1"; }
+same_diagnosis_as_both() {
+  [ "$(both_json "$T/out")" = "$(both_json "$T/both.json")" ] || { why="got $(both_json "$T/out" | head -c 200)"; return 1; }
+}
+check merge_tells_inputs_apart_by_what_they_are 0 sh -c "cd '$M/nodeA' && '$NS' partial -o ../A.part local/logs/"
+also_run 0 sh -c "cd '$M/nodeB' && '$NS' partial -o ../B.part local/logs/"
+also_run 1 "$NS" merge --format json "$M/B.part" "$M/A.part"
+expect same_diagnosis_as_both
+also_run 0 sh -c "'$NS' partial -o '$M/SA.part' < '$M/nodeA/local/logs/train.log'"
+also_run 0 sh -c "'$NS' partial -o '$M/SB.part' < '$M/nodeB/local/logs/train.log'"
+also_run 1 "$NS" merge --format json "$M/SA.part" "$M/SB.part"
+expect same_diagnosis_as_both
+also_run 0 "$NS" partial -o "$M/P1.part" "$M/job"
+also_run 0 sh -c "cd '$M' && '$NS' partial -o P2.part ./job/r1.log"
+also_run 1 sh -c "cd '$M' && '$NS' merge --format json P1.part P2.part"
+expect json_eq 'd["input"]["lines"]' 3
+expect json_eq 'len(d["input"]["files"])' 2
+expect json_eq 'd["input"]["skipped"]["duplicate"]' 1
+expect json_eq '[f["count"] for f in d["findings"] if f["rule"] == "NCCL-CONN-CLOSED"]' '[1]'
+end
+
+# A merge's memory is bounded by what partials really hold: a frame of a GiB
+# of zeros (a few hundred KB) fails at its first field, a partial naming three
+# million empty subjects fails at the subject cap, and a file that does not
+# start with the magic (/dev/zero) is not read on. Each under 256 MiB.
+printf 'ncclscan-partial\n\001' >"$T/bomb.part"
+head -c 1G /dev/zero | zstd -q -3 >>"$T/bomb.part"
+"$PY" - "$T/p1.partial" "$T/subjects.part" <<'PY'
+import struct, subprocess, sys
+MAGIC = b'ncclscan-partial\n'
+def U(v):
+    b = bytearray()
+    while v >= 0x80: b.append((v & 0x7f) | 0x80); v >>= 7
+    b.append(v); return bytes(b)
+def S(x): return U(len(x)) + x
+class R:
+    def __init__(s, b): s.b = b; s.p = 0
+    def U(s):
+        v = sh = 0
+        while True:
+            c = s.b[s.p]; s.p += 1; v |= (c & 0x7f) << sh; sh += 7
+            if not c & 0x80: return v
+    def S(s):
+        n = s.U(); x = s.b[s.p:s.p + n]; s.p += n; return x
+raw = open(sys.argv[1], 'rb').read()
+body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], stdout=subprocess.PIPE, check=True).stdout
+r = R(body); sig = r.S(); writer = r.S()
+n = 3_000_000
+state = (U(1) + S(b'x.log') + U(1) + U(1) + S(b'') + U(1) + U(1) + S(b'') + U(1)  # one file
+         + U(0) + U(0) + U(0) + U(0)                                               # skipped, origins
+         + U(n) + (b'\x00\x01\x01\x00' + b'\x00' * 8) * n)                        # n empty subjects
+state += U(0) * 13 + U(0) * 16                                                     # the rest, counters
+out = S(sig) + S(writer) + U(0) + U(1) + S(b'x.log') + S(state)
+z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
+open(sys.argv[2], 'wb').write(MAGIC + U(1) + z)
+PY
+check merge_memory_is_bounded 2 /usr/bin/time -f '%M' -o "$T/rss" "$NS" merge "$T/bomb.part"
+expect rss_below 262144
+expect err_has "^ncclscan: error: $T/bomb.part: "
+also_run 2 /usr/bin/time -f '%M' -o "$T/rss" "$NS" merge "$T/subjects.part"
+expect rss_below 262144
+expect err_has "^ncclscan: error: $T/subjects.part: corrupt partial"
+also_run 2 /usr/bin/time -f '%M' -o "$T/rss" timeout 20 "$NS" merge /dev/zero
+expect rss_below 262144
+expect err_has "^ncclscan: error: /dev/zero: not an ncclscan partial"
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"

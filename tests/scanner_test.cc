@@ -454,6 +454,70 @@ TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
   }
 }
 
+// A CR-only log whose last line ends in CR LF (or that has any LF in its
+// first chunk) is a CR-only log all the same: every line is its own, at every
+// chunk size. (It used to be split at CRs only while more than 4 KiB were
+// left, and the rest, one "line", kept only its text after the last CR: the
+// errors at its end were lost.)
+TEST(Scanner, CrOnlyLogEndingInOneLfKeepsEveryLine) {
+  TempDir dir;
+  std::string lf, cr;
+  for (int r = 0; r < 4; ++r) lf += RankLog(r);
+  for (char ch : lf) cr += ch == '\n' ? '\r' : ch;
+  cr.back() = '\r';
+  std::string lf_path = dir.Write("lf.log", lf);
+  std::string small_lf = RankLog(1), small_cr;
+  for (char ch : small_lf) small_cr += ch == '\n' ? '\r' : ch;
+  const std::pair<std::string, std::string> cases[] = {
+      {dir.Write("cr_lf.log", cr + "\n"), lf_path},
+      {dir.Write("lf_first.log", "h:1:1 [0] NCCL INFO first line\n" + cr), ""},
+      {dir.Write("small_cr_lf.log", small_cr + "\n"), dir.Write("small_lf.log", small_lf)},
+  };
+  for (size_t chunk : {512u, 1u << 17}) {
+    ScanOptions opts;
+    opts.chunk_size = chunk;
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.first + " chunk " + std::to_string(chunk));
+      Analysis got = Analyze(Rules(), {c.first}, opts);
+      Analysis want = Analyze(Rules(), {c.second.empty() ? lf_path : c.second}, opts);
+      uint64_t extra = c.second.empty() ? 1 : 0;  // the LF line before the CR-only ones
+      EXPECT_EQ(got.state->counters().lines, want.state->counters().lines + extra);
+      EXPECT_EQ(got.state->counters().matched_lines, want.state->counters().matched_lines);
+      EXPECT_EQ(got.diagnosis.headline, want.diagnosis.headline);
+    }
+  }
+}
+
+// A zero-filled hole (what a file system leaves after a crash) is no text:
+// however long it is, the line after it is read (its NULs are dropped as in
+// any line). It used to make one overlong "line" with the next real line
+// once it passed max_line, and that line was cut away unseen.
+TEST(Scanner, ZeroFilledHoleDoesNotSwallowTheNextLine) {
+  TempDir dir;
+  const std::string warn =
+      "gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n";
+  for (size_t hole : {size_t{900} << 10, size_t{2} << 20, size_t{5} << 20}) {
+    for (bool mid_line : {false, true}) {
+      SCOPED_TRACE(std::to_string(hole) + (mid_line ? " mid-line" : ""));
+      std::string log = "gpu-b:2:2 [1] NCCL INFO NCCL version 2.21.5\n";
+      if (mid_line) log += "gpu-b:2:2 [1] NCCL INFO cut sho";
+      log += std::string(hole, '\0') + warn + "gpu-b:2:2 [1] NCCL INFO Using network IB\n";
+      std::string path = dir.Write("hole.log", log);
+      Analysis a = Analyze(Rules(), {path}, ScanOptions());
+      EXPECT_EQ(a.state->counters().overlong_lines, 0u);
+      EXPECT_EQ(a.state->counters().lines, 3u);
+      EXPECT_EQ(a.diagnosis.status, "fail");
+      ASSERT_FALSE(a.diagnosis.findings.empty());
+      EXPECT_EQ(a.diagnosis.findings[0].rule_id, "NCCL-CONN-CLOSED");
+    }
+  }
+  // A real overlong line is still cut and counted.
+  std::string path = dir.Write("long.log", std::string(3 << 20, 'x') + "\n" + warn);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->counters().overlong_lines, 1u);
+  EXPECT_EQ(a.diagnosis.status, "fail");
+}
+
 TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
   TempDir dir;
   // Cut at a fixed column in the middle of "NumelOut" (a real paste).

@@ -414,6 +414,54 @@ TEST(Source, DamagedArchivesAreReportedAndOtherInputsRead) {
   EXPECT_FALSE(a.state->files()[1].error.empty());
 }
 
+// A member whose own compressed bytes are damaged (a .gz cut while it was
+// written, a bad CRC, a foreign .xz) is that member's error only: the tar
+// itself is intact, so the members after it are read, every member is counted
+// and the damaged one is named as unreadable. (It used to end the archive: the
+// later members vanished and a failed job read "partial: no problem found".)
+TEST(Source, DamagedCompressedMemberIsUnreadableAndTheMembersAfterItRead) {
+  TempDir dir;
+  std::string big, healthy = "node-b:7:7 [0] NCCL INFO Using network IB\n";
+  for (int i = 0; i < 5000; ++i) big += "node-a:1:1 [0] NCCL INFO Using network IB\n";
+  std::string gz = Archive({{"x", big}}, ARCHIVE_FILTER_GZIP, false);
+  std::string zst = Archive({{"x", big}}, ARCHIVE_FILTER_ZSTD, false);
+  std::string xz = Archive({{"x", big}}, ARCHIVE_FILTER_XZ, false);
+  struct Case {
+    std::string member, data, error;
+  };
+  const Case cases[] = {
+      {"a/rank0.log.gz", Half(gz), "truncated gzip stream"},
+      {"a/rank0.log.gz", gz.substr(0, 20) + std::string(gz.size() - 20, '\0'), "corrupt gzip data"},
+      {"a/rank0.log.zst", Half(zst), "truncated zstd stream"},
+      {"a/rank0.log.xz", xz.substr(0, 12) + std::string(40, '\xff'), "xz"},
+  };
+  for (const Case& c : cases) {
+    for (bool failing : {true, false}) {  // rank 1 failed (the job failed), or all is well
+      std::string second = failing ? RankLog(1) : healthy;
+      std::string tar =
+          dir.Write("job.tar", Archive({{c.member, c.data}, {"b/rank1.log", second}}, ARCHIVE_FILTER_NONE));
+      Analysis a = Analyze(Rules(), {tar}, ScanOptions());
+      SCOPED_TRACE(c.member + " / " + c.error + (failing ? " / failed job" : " / healthy job"));
+      ASSERT_EQ(a.errors.size(), 1u);
+      EXPECT_EQ(a.errors[0].rfind("cannot read " + tar + ":" + c.member + ": ", 0), 0u) << a.errors[0];
+      EXPECT_NE(a.errors[0].find(c.error), std::string::npos) << a.errors[0];
+      ASSERT_EQ(FileNames(a), (std::vector<std::string>{tar + ":" + c.member, tar + ":b/rank1.log"}));
+      EXPECT_FALSE(a.state->files()[0].error.empty());
+      EXPECT_TRUE(a.state->files()[1].error.empty());
+      EXPECT_EQ(a.state->files()[1].bytes, second.size());
+      std::string json = RenderJson(*a.state, a.diagnosis);
+      EXPECT_NE(json.find("\"unreadable_files\":1"), std::string::npos);
+      if (failing) {
+        EXPECT_EQ(a.diagnosis.status, "fail");
+        ASSERT_FALSE(a.diagnosis.findings.empty());
+        EXPECT_EQ(a.diagnosis.findings[0].rule_id, "NCCL-CONNECT-FAILED");
+      } else {
+        EXPECT_EQ(a.diagnosis.status, "partial");
+      }
+    }
+  }
+}
+
 TEST(Source, GrepPrefixedInputCitesTheOriginalFileAndLine) {
   TempDir dir;
   // `grep -rn . logs/` of two rank logs, piped in (here: saved to a file).

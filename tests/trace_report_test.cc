@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/analyze.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 
@@ -309,6 +312,132 @@ TEST(TraceReport, HostileTextStaysValidJson) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->args.at("text").substr(0, 20), "quote \" backslash \\ ");
   EXPECT_EQ(t.other.at("headline"), "\"}],");
+}
+
+// JSON has no inf or NaN: a Flight Recorder entry whose duration_ms is one (a
+// pickle BINFLOAT can be) or whose times are not finite numbers gives a trace
+// that still parses, the duration left out. (It used to write
+// "gpu_duration_ms":inf.)
+TEST(TraceReport, NonFiniteNumbersFromADumpStayValidJson) {
+  JobState st(&Rules());
+  st.Finalize();
+  FrFile r0;
+  r0.path = "nccl_trace_rank_0";
+  r0.rank = 0;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  r0.dump.entries = {Entry(1, "completed", kBase, kBase + kStep), Entry(2, "completed", kBase, kBase + kStep),
+                     Entry(3, "completed", kBase, inf), Entry(4, "completed", nan, kBase), Entry(5, "completed", 1e300, kBase)};
+  r0.dump.entries[0].duration_ms = inf;
+  r0.dump.entries[1].duration_ms = nan;
+  st.AddFlightRecorder(r0);
+  std::string out = RenderTrace(st, Diagnosis{});
+  EXPECT_EQ(out.find("inf"), std::string::npos);
+  EXPECT_EQ(out.find("nan"), std::string::npos);
+  Trace t = Parse(out);
+  size_t slices = 0;
+  for (const Ev& e : t.events) {
+    if (e.ph != "X") continue;
+    ++slices;
+    EXPECT_EQ(e.args.count("gpu_duration_ms"), 0u) << e.args.at("seq");
+    EXPECT_GE(e.dur, 0);
+  }
+  EXPECT_EQ(slices, 3u);  // entries 4 and 5 have no start time
+}
+
+// Durations that do not fit in int64 nanoseconds (a watchdog line's "ran for"
+// of 15 digits, a dump's timeout_ms of 2^62) are drawn capped and say so, never
+// wrapped around (signed overflow: the slice came out 3.9e15 us long).
+TEST(TraceReport, HugeDurationsAreCappedNotWrapped) {
+  JobState st(&Rules());
+  st.Finalize();
+  Diagnosis d;
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0},
+                                   "[rank0]:[E1122 10:15:32.133529328 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog "
+                                   "caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, "
+                                   "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 999999999999999 milliseconds "
+                                   "before timing out.",
+                                   700.5));
+  Trace t = Parse(RenderTrace(st, d));
+  const Ev* s = Find(t, "X", "ALLREDUCE #6 timed out", 0);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->args.at("ran_ms"), "999999999999999");
+  EXPECT_DOUBLE_EQ(s->dur, 1e14);  // 10^17 ns in us
+  EXPECT_NE(s->args.count("capped"), 0u);
+  const Ev* i = Find(t, "i", "TORCH-WATCHDOG-TIMEOUT", 0);
+  ASSERT_NE(i, nullptr);
+  EXPECT_DOUBLE_EQ(s->ts + s->dur, i->ts);
+
+  JobState fr(&Rules());
+  fr.Finalize();
+  FrFile r0;
+  r0.rank = 0;
+  r0.dump.entries = {Entry(1, "started", kBase, -1), Entry(2, "completed", kBase, kBase + 4 * kStep)};
+  r0.dump.entries[0].timeout_ms = int64_t{1} << 62;
+  fr.AddFlightRecorder(r0);
+  Trace ft = Parse(RenderTrace(fr, Diagnosis{}));
+  const Ev* hung = Find(ft, "X", "all_reduce [started]", 0);
+  ASSERT_NE(hung, nullptr);
+  EXPECT_DOUBLE_EQ(hung->dur, 1e14);
+}
+
+// Slices on every thread nest (what a trace viewer requires).
+void ExpectSlicesNest(const Trace& t) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> by_thread;
+  for (const Ev& e : t.events) {
+    if (e.ph == "X") by_thread[{e.pid, e.tid}].push_back({e.ts, -(e.ts + e.dur)});
+  }
+  for (auto& kv : by_thread) {
+    std::sort(kv.second.begin(), kv.second.end());
+    std::vector<double> open;
+    for (const auto& sl : kv.second) {
+      double end = -sl.second;
+      while (!open.empty() && open.back() <= sl.first) open.pop_back();
+      ASSERT_TRUE(open.empty() || open.back() >= end) << "thread " << kv.first.second << " at " << sl.first;
+      open.push_back(end);
+    }
+  }
+}
+
+// Large jobs stay linear: 100k ranks in one interleaved log (each evidence
+// line's track used to be found by scanning every rank per rank), and 100k
+// Flight Recorder entries of one rank that overlap without nesting (each used
+// to scan every lane). The trace is valid: every rank's track, nested slices.
+TEST(TraceReport, HundredThousandRanksAndOverlapsAreValid) {
+  constexpr int kRanks = 100000;
+  TempDir dir;
+  std::string log;
+  for (int r = 0; r < kRanks; ++r) {
+    log += "[rank" + std::to_string(r) + "]:[E1122 11:20:32.133529328 ProcessGroupNCCL.cpp:616] [Rank " +
+           std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, "
+           "NumelOut=1, Timeout(ms)=600000) ran for 600006 milliseconds before timing out.\n";
+  }
+  ScanOptions opts;
+  Analysis a = Analyze(Rules(), {dir.Write("job.log", log)}, opts);
+  Trace t = Parse(RenderTrace(*a.state, a.diagnosis));
+  size_t rank_threads = 0;
+  for (const Ev& e : t.events) rank_threads += e.ph == "M" && e.name == "thread_name" && e.tid < kRanks;
+  EXPECT_EQ(rank_threads, static_cast<size_t>(kRanks));
+  ExpectSlicesNest(t);
+
+  // Dumps of rank 0 read several times over (kMaxTraceEntriesPerDump each).
+  JobState st(&Rules());
+  st.Finalize();
+  const int dumps = kRanks / static_cast<int>(kMaxTraceEntriesPerDump);
+  for (int k = 0; k < dumps; ++k) {
+    FrFile r0;
+    r0.rank = 0;
+    for (int i = 0; i < static_cast<int>(kMaxTraceEntriesPerDump); ++i) {
+      const int g = k * static_cast<int>(kMaxTraceEntriesPerDump) + i;
+      r0.dump.entries.push_back(Entry(g + 1, "completed", kBase + g * kStep, kBase + (kRanks + g) * kStep));
+    }
+    st.AddFlightRecorder(r0);
+  }
+  Trace ft = Parse(RenderTrace(st, Diagnosis{}));
+  size_t slices = 0;
+  for (const Ev& e : ft.events) slices += e.ph == "X";
+  EXPECT_EQ(slices, static_cast<size_t>(kRanks));
+  ExpectSlicesNest(ft);
 }
 
 }  // namespace
