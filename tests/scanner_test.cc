@@ -117,12 +117,12 @@ TEST(Scanner, AFileDoesNotContinueAnotherFilesInterfaceList) {
   TempDir dir;
   const std::string a = dir.Write(
       "a/x.log",
-      "node-a:11:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "node-a:11:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE\n"
       "node-a:11:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n");
   const std::string b = dir.Write("b/y.log",
                                   "[1]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>\n"
-                                  "node-b:12:12 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 2000 - Init "
-                                  "COMPLETE\n");
+                                  "node-b:12:12 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 2000 commId 0xabc - "
+                                  "Init COMPLETE\n");
   ScanOptions j1;
   j1.jobs = 1;
   Analysis both = Analyze(Rules(), {a, b}, j1);
