@@ -87,6 +87,13 @@ INSTANTIATE_TEST_SUITE_P(
         // no world size is printed: rank 0 is inferred (ranks count from 0) and
         // leads, as the culprit, above the victims' timeouts; the run hung.
         Row{"silent_rank0", {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2)}, "hung", "CONSENSUS-NEVER-JOINED", "0"},
+        // The culprit the consensus model infers goes before a victim's error of
+        // the same severity (here a connection its peer closed).
+        Row{"culprit_before_victims_error",
+            {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2) +
+             "[rank1]: node-a:101:130 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote "
+             "peer 10.9.9.9<51159>\n"},
+            "hung", "CONSENSUS-NEVER-JOINED", "0"},
         // One reporter alone says nothing about the ranks whose logs are absent.
         Row{"one_reporter", {Timeout(3, 2)}, "hung", "TORCH-WATCHDOG-TIMEOUT", ""},
         // A segfault on rank 2 before the others time out: crashed, and the
