@@ -6,8 +6,8 @@
 // counted), -g globs include or exclude by path, and each real file is read
 // once (by device and inode). Files named on the command line are always read.
 //
-// Readers: plain, gzip and zstd have their own streaming decoders (the fast
-// paths); bzip2 and xz go through libarchive; a tar stream (plain or under any
+// Readers: plain, gzip, zstd and xz have their own streaming decoders (zstd
+// and xz with a bound on decoder memory); bzip2 goes through libarchive; a tar stream (plain or under any
 // of those) is read member by member, each member its own file
 // ("job.tar.gz:rank3.log"). "-" is stdin.
 //
