@@ -700,6 +700,7 @@ class TraceBuilder {
       other.Str("suspected_ranks", CompactRanks(p.suspect_ranks));
     }
     if (!d_.job_id.empty()) other.Str("job_id", d_.job_id);
+    if (std::string rc = RuleChangesLine(st_.rules()); !rc.empty()) other.Str("rule_changes", rc);
     other.Str("time_unit", "ts and dur are microseconds since ts 0 below");
     if (!log_origin_.empty()) other.Str("ts_0_log_clock", log_origin_);
     if (!fr_origin_.empty()) other.Str("ts_0_flight_recorder_clock", fr_origin_);

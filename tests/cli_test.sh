@@ -33,7 +33,7 @@ PLAN=(
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
   corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
-  rule_text_is_escaped_for_the_terminal
+  rule_text_is_escaped_for_the_terminal site_rule_changes_are_listed_in_every_format
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
@@ -493,6 +493,38 @@ expect out_has 'SITE-HOSTILE'
 also_run 2 "$NS" rules --check "$T/hostile_bad"
 expect no_esc_err
 expect err_has 'PWNED'
+end
+
+# A site rule file that redefines a built-in rule or turns it off says so in
+# every report format (text, markdown, JSON ruleset.changes, trace otherData):
+# a 15-line file must not turn a real failure into a silent "OK".
+mkdir -p "$T/site_override" "$T/site_off"
+cat >"$T/site_override/override.yaml" <<'Y'
+rules:
+  - id: NCCL-CONN-CLOSED
+    title: harmless
+    category: connection
+    family: nccl
+    pattern: 'Connection closed by (?P<who>remote peer|localRank) .*'
+    finding: {severity: info, confidence: 0.1, role: context, explanation: "nothing to see"}
+    examples:
+      match: ["h1:1:1 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer x<1>"]
+      no_match: ["h1:1:1 [0] NCCL INFO Connection closed by nobody"]
+Y
+echo 'disable: [NCCL-CONN-CLOSED, NCCL-WARN-UNRECOGNISED]' >"$T/site_off/off.yaml"
+printf 'gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n' >"$T/closed.log"
+check site_rule_changes_are_listed_in_every_format 0 "$NS" --color never --rules "$T/site_override" "$T/closed.log"
+expect out_has "^rules changed: NCCL-CONN-CLOSED overridden ($T/site_override/override.yaml:2)"
+also_run 0 "$NS" --format markdown --rules "$T/site_off" "$T/closed.log"
+expect out_has "rules changed: NCCL-CONN-CLOSED disabled"
+expect out_has "NCCL-WARN-UNRECOGNISED disabled"
+also_run 0 "$NS" --format json --rules "$T/site_override" --disable NCCL-ENV-ALGO-PROTO "$T/closed.log"
+expect json_eq '[(c["id"], c["change"]) for c in d["ruleset"]["changes"]]' "[('NCCL-CONN-CLOSED', 'overridden'), ('NCCL-ENV-ALGO-PROTO', 'disabled')]"
+expect json_eq 'd["ruleset"]["changes"][1]["where"]' '--disable'
+also_run 0 "$NS" --format trace --rules "$T/site_off" "$T/closed.log"
+expect json_eq '"NCCL-CONN-CLOSED disabled" in d["otherData"]["rule_changes"]' True
+also_run 1 "$NS" --format json "$T/closed.log"
+expect json_eq '"changes" in d["ruleset"]' False
 end
 
 # --- bad-input matrix -------------------------------------------------------------
