@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -197,10 +198,25 @@ struct Limits {
   size_t subjects = 0;
 };
 
+// Values a scan never makes are corrupt, not passed on to a report (a count
+// of -5 or a line of -7 is JSON the schema rejects): a line is 1-based in
+// its file (0 without one), a time finite (-1 without one), a count >= 0.
+void CheckLine(WireReader* r, int file, int64_t line) {
+  if (line < 0 || (file >= 0 && line < 1)) r->Fail();
+}
+void CheckTime(WireReader* r, double t) {
+  if (!std::isfinite(t)) r->Fail();
+}
+void CheckCount(WireReader* r, int64_t count) {
+  if (count < 0) r->Fail();
+}
+
 void Get(WireReader* r, Seen* s, const Limits& l) {
   s->time = r->D();
   s->file = r->Index(-1, l.files);
   s->line = r->I();
+  CheckTime(r, s->time);
+  CheckLine(r, s->file, s->line);
 }
 
 void Get(WireReader* r, Evidence* e, const Limits& l) {
@@ -210,6 +226,9 @@ void Get(WireReader* r, Evidence* e, const Limits& l) {
   e->time = r->D();
   e->origin = r->Index(-1, l.origins);
   e->origin_line = r->I();
+  CheckLine(r, e->file, e->line);
+  CheckTime(r, e->time);
+  if (e->origin_line < -1) r->Fail();
 }
 
 void Get(WireReader* r, FactValue* v, const Limits& l) {
@@ -217,6 +236,7 @@ void Get(WireReader* r, FactValue* v, const Limits& l) {
   size_t n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) v->values.push_back(r->S());
   v->count = r->I();
+  CheckCount(r, v->count);
   Get(r, &v->evidence, l);
   Get(r, &v->seen, l);
 }
@@ -574,6 +594,7 @@ bool JobState::Decode(WireReader* r) {
     if (k > kMaxEvidencePerFinding) r->Fail();
     for (size_t j = 0; j < k && r->ok(); ++j) Get(r, &a.evidence.emplace_back(), l);
     a.count = r->I();
+    CheckCount(r, a.count);
     Get(r, &a.first, l);
     Get(r, &a.last, l);
     a.result = r->S();

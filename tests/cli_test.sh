@@ -40,7 +40,7 @@ PLAN=(
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
-  merge_memory_is_bounded
+  merge_memory_is_bounded merge_rejects_values_a_scan_never_makes
 )
 pass=0
 fail=0
@@ -801,6 +801,47 @@ expect err_has "^ncclscan: error: $T/subjects.part: corrupt partial"
 also_run 2 /usr/bin/time -f '%M' -o "$T/rss" timeout 20 "$NS" merge /dev/zero
 expect rss_below 262144
 expect err_has "^ncclscan: error: /dev/zero: not an ncclscan partial"
+end
+
+# A merge accepts only values a scan makes: a finding count of -5 or an
+# evidence line of -7 is a corrupt partial (exit 2), never JSON that breaks
+# docs/diagnosis.schema.json; the same finding with count 5, line 7 merges.
+"$PY" - "$T/p1.partial" "$T" <<'PY'
+import struct, subprocess, sys
+MAGIC = b'ncclscan-partial\n'
+def U(v):
+    b = bytearray()
+    while v >= 0x80: b.append((v & 0x7f) | 0x80); v >>= 7
+    b.append(v); return bytes(b)
+def I(v): return U(((v << 1) ^ (v >> 63)) & ((1 << 64) - 1))
+def S(x): return U(len(x)) + (x.encode() if isinstance(x, str) else x)
+def D(d): return struct.pack('<d', d)
+class R:
+    def __init__(s, b): s.b = b; s.p = 0
+    def U(s):
+        v = sh = 0
+        while True:
+            c = s.b[s.p]; s.p += 1; v |= (c & 0x7f) << sh; sh += 7
+            if not c & 0x80: return v
+    def S(s):
+        n = s.U(); x = s.b[s.p:s.p + n]; s.p += n; return x
+raw = open(sys.argv[1], 'rb').read()
+body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], stdout=subprocess.PIPE, check=True).stdout
+r = R(body); sig = r.S(); writer = r.S()
+for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
+    finding = (S('K') + I(0) + S('') + U(0) + U(0)
+               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0)
+               + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
+    state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1)
+             + U(0) * 4 + U(0) + U(0) * 6 + U(1) + finding + U(0) * 6 + U(0) * 16)
+    out = S(sig) + S(writer) + U(0) + U(1) + S('x.log') + S(state)
+    z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
+    open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + U(1) + z)
+PY
+check merge_rejects_values_a_scan_never_makes 2 "$NS" merge --format json "$T/neg.part"
+expect err_has "^ncclscan: error: $T/neg.part: corrupt partial"
+also_run 0 "$NS" merge --format json --fail-on never "$T/pos.part"
+expect json_eq '[(f["count"], f["evidence"][0]["line"]) for f in d["findings"]]' '[(5, 7)]'
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"
