@@ -347,7 +347,9 @@ class TraceBuilder {
         a.Int("ran_ms", w.ran_ms);
       else
         a.Str("note", ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
-      if (ms > kMaxDurationMs) a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
+      if (ms > kMaxDurationMs) {
+        a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
+      }
       a.Str("text", e.text).Str("at", Cite(e));
       ev.args = a.Done();
       slices[key] = std::move(ev);

@@ -620,7 +620,9 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   // `disable:` list, --disable. They are compiled and checked like the others
   // (their examples run with every rule present) and set aside at the end.
   std::set<std::string>& off = *off_out;
-  auto where = [](const SourcePos& p) { return p.line == 0 ? std::string("--disable") : p.file + ":" + std::to_string(p.line); };
+  auto where = [](const SourcePos& p) {
+    return p.line == 0 ? std::string("--disable") : p.file + ":" + std::to_string(p.line);
+  };
   std::map<std::string, std::string> off_where;
   for (const auto& r : rs->rules_) {
     if (!r.spec.enabled && off.insert(r.spec.id.value).second) off_where[r.spec.id.value] = where(r.spec.id.pos);
