@@ -624,16 +624,25 @@ bool JobState::Decode(WireReader* r) {
 
 // ---- partial files ----
 
+namespace {
+
+// A 64-bit FNV-1a: enough to tell rule sets, or the data of two inputs, apart.
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
 std::string RulesSignature(const RuleSet& rules) {
   std::string s = rules.content_hash();
   for (const auto& r : rules.rules()) s += "\nR " + r.spec.id.value;
   for (const auto& f : rules.facts()) s += "\nF " + f.name.value;
   for (const auto& c : rules.correlations()) s += "\nC " + c.spec.id.value;
-  // A 64-bit FNV-1a of it: enough to tell rule sets apart, short in the file.
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  // Its hash: short in the file.
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(Fnv1a(s)));
   return buf;
 }
 
@@ -652,12 +661,6 @@ std::string_view KeyIdentity(std::string_view key) {
   return nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
 }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
 // What an input is, beyond its path (the same path names different files on
 // two nodes; one file has many spellings): a regular file is its host, device
 // and inode ("file gpu-a 2049 1234"); anything else (stdin, a pipe) its data,
@@ -672,20 +675,6 @@ std::string InputIdentity(const std::string& path, std::string_view state) {
     return fmt::format("file {} {} {}", host, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
   }
   return fmt::format("data {:016x}", Fnv1a(state));
-}
-
-// "./a/./b.log" -> "a/b.log": the spelling a scan prefers among duplicates.
-std::string WithoutDotSegments(std::string_view p) {
-  std::string out;
-  while (p.substr(0, 2) == "./") p.remove_prefix(2);
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == '/' && p.substr(i + 1, 2) == "./") {
-      ++i;
-      continue;
-    }
-    out += p[i];
-  }
-  return out;
 }
 
 struct PartialFile {

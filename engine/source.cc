@@ -766,9 +766,6 @@ bool GlobFilter::Selects(std::string_view rel) const {
 
 // ---- Expansion ----
 
-namespace {
-
-// "./a/./b.log" -> "a/b.log": the same name written another way.
 std::string WithoutDotSegments(std::string_view p) {
   std::string out;
   while (StartsWith(p, "./")) p.remove_prefix(2);
@@ -781,6 +778,8 @@ std::string WithoutDotSegments(std::string_view p) {
   }
   return out;
 }
+
+namespace {
 
 struct Candidate {
   InputPath in;

@@ -115,6 +115,10 @@ ExpandedInputs ExpandInputs(const std::vector<std::string>& args, const GlobFilt
 // The same without globs, paths only.
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& args, std::vector<std::string>* errors);
 
+// "./a/./b.log" -> "a/b.log": the same name written another way (of the
+// spellings of one file, the one ExpandInputs and a merge keep sorts first).
+std::string WithoutDotSegments(std::string_view p);
+
 // Input hygiene by name: kSkipNotALog for prose markdown (.md, .markdown, .rst),
 // else null. `name` is a base name.
 const char* SkipByName(std::string_view name);
