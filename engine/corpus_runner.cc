@@ -516,9 +516,12 @@ void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a
   // lost). The new file replaces the entry, never writes through it.
   const std::string path = dir + "/expected.json";
   struct stat lst;
-  const std::string refuse = lstat(path.c_str(), &lst) != 0 || !S_ISREG(lst.st_mode) ? "it is not a regular file"
-                             : !ex.unknown_keys.empty() ? "its keys " + JoinList(ex.unknown_keys) + " are not an expectation's"
-                                                        : "";
+  std::string refuse;
+  if (lstat(path.c_str(), &lst) != 0 || !S_ISREG(lst.st_mode)) {
+    refuse = "it is not a regular file";
+  } else if (!ex.unknown_keys.empty()) {
+    refuse = "its keys " + JoinList(ex.unknown_keys) + " are not an expectation's";
+  }
   if (!refuse.empty()) {
     *err += "ncclscan: error: not updated: " + path + ": " + refuse + "\n";
     res->errors++;

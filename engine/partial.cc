@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -197,10 +198,25 @@ struct Limits {
   size_t subjects = 0;
 };
 
+// Values a scan never makes are corrupt, not passed on to a report (a count
+// of -5 or a line of -7 is JSON the schema rejects): a line is 1-based in
+// its file (0 without one), a time finite (-1 without one), a count >= 0.
+void CheckLine(WireReader* r, int file, int64_t line) {
+  if (line < 0 || (file >= 0 && line < 1)) r->Fail();
+}
+void CheckTime(WireReader* r, double t) {
+  if (!std::isfinite(t)) r->Fail();
+}
+void CheckCount(WireReader* r, int64_t count) {
+  if (count < 0) r->Fail();
+}
+
 void Get(WireReader* r, Seen* s, const Limits& l) {
   s->time = r->D();
   s->file = r->Index(-1, l.files);
   s->line = r->I();
+  CheckTime(r, s->time);
+  CheckLine(r, s->file, s->line);
 }
 
 void Get(WireReader* r, Evidence* e, const Limits& l) {
@@ -210,6 +226,9 @@ void Get(WireReader* r, Evidence* e, const Limits& l) {
   e->time = r->D();
   e->origin = r->Index(-1, l.origins);
   e->origin_line = r->I();
+  CheckLine(r, e->file, e->line);
+  CheckTime(r, e->time);
+  if (e->origin_line < -1) r->Fail();
 }
 
 void Get(WireReader* r, FactValue* v, const Limits& l) {
@@ -217,6 +236,7 @@ void Get(WireReader* r, FactValue* v, const Limits& l) {
   size_t n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) v->values.push_back(r->S());
   v->count = r->I();
+  CheckCount(r, v->count);
   Get(r, &v->evidence, l);
   Get(r, &v->seen, l);
 }
@@ -574,6 +594,7 @@ bool JobState::Decode(WireReader* r) {
     if (k > kMaxEvidencePerFinding) r->Fail();
     for (size_t j = 0; j < k && r->ok(); ++j) Get(r, &a.evidence.emplace_back(), l);
     a.count = r->I();
+    CheckCount(r, a.count);
     Get(r, &a.first, l);
     Get(r, &a.last, l);
     a.result = r->S();
@@ -603,16 +624,25 @@ bool JobState::Decode(WireReader* r) {
 
 // ---- partial files ----
 
+namespace {
+
+// A 64-bit FNV-1a: enough to tell rule sets, or the data of two inputs, apart.
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
 std::string RulesSignature(const RuleSet& rules) {
   std::string s = rules.content_hash();
   for (const auto& r : rules.rules()) s += "\nR " + r.spec.id.value;
   for (const auto& f : rules.facts()) s += "\nF " + f.name.value;
   for (const auto& c : rules.correlations()) s += "\nC " + c.spec.id.value;
-  // A 64-bit FNV-1a of it: enough to tell rule sets apart, short in the file.
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  // Its hash: short in the file.
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(Fnv1a(s)));
   return buf;
 }
 
@@ -631,12 +661,6 @@ std::string_view KeyIdentity(std::string_view key) {
   return nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
 }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
 // What an input is, beyond its path (the same path names different files on
 // two nodes; one file has many spellings): a regular file is its host, device
 // and inode ("file gpu-a 2049 1234"); anything else (stdin, a pipe) its data,
@@ -651,20 +675,6 @@ std::string InputIdentity(const std::string& path, std::string_view state) {
     return fmt::format("file {} {} {}", host, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
   }
   return fmt::format("data {:016x}", Fnv1a(state));
-}
-
-// "./a/./b.log" -> "a/b.log": the spelling a scan prefers among duplicates.
-std::string WithoutDotSegments(std::string_view p) {
-  std::string out;
-  while (p.substr(0, 2) == "./") p.remove_prefix(2);
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == '/' && p.substr(i + 1, 2) == "./") {
-      ++i;
-      continue;
-    }
-    out += p[i];
-  }
-  return out;
 }
 
 struct PartialFile {

@@ -6,7 +6,9 @@
 // `path` (a symbolic link there is replaced, not followed).
 //
 // Thread-safety: a free function; concurrent calls for different paths are
-// safe (the process umask is read once, before any thread runs).
+// safe. The process umask is read once, at the first call (umask(2) can only
+// be read by setting it: it is 0 for that instant, so make the first call
+// where no other thread creates files, as the CLI does).
 #ifndef NCCLSCAN_ENGINE_REPLACE_FILE_H_
 #define NCCLSCAN_ENGINE_REPLACE_FILE_H_
 

@@ -163,6 +163,18 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.BeginObject();
   j.KVInt("rules", static_cast<int64_t>(st.rules().rules().size() + st.rules().correlations().size()));
   j.KV("hash", st.rules().content_hash());
+  if (!st.rules().changes().empty()) {
+    j.Key("changes");
+    j.BeginArray();
+    for (const RuleChange& rc : st.rules().changes()) {
+      j.BeginObject();
+      j.KV("id", rc.id);
+      j.KV("change", rc.change);
+      j.KV("where", rc.where);
+      j.EndObject();
+    }
+    j.EndArray();
+  }
   j.EndObject();
   j.Key("job_id");
   if (d.job_id.empty()) j.Null();
@@ -647,6 +659,8 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
   if (std::string sk = st.skipped().Summary(); !sk.empty())
     out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
+  if (std::string rc = RuleChangesLine(st.rules()); !rc.empty())
+    out += sty.Wrap("33", WrapColumns(safe(rc), 0, 2, width)) + "\n";
 
   int n = 0;
   size_t omitted = 0;
@@ -752,6 +766,10 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
   }
   if (std::string sk = st.skipped().Summary(); !sk.empty()) {
     out += "- " + text(sk) + "\n";
+    notes = true;
+  }
+  if (std::string rc = RuleChangesLine(st.rules()); !rc.empty()) {
+    out += "- " + text(rc) + "\n";
     notes = true;
   }
   if (notes) out += "\n";
@@ -956,6 +974,14 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
   j.EndObject();
   j.str() += "\n";
   return j.str();
+}
+
+std::string RuleChangesLine(const RuleSet& rules) {
+  std::string line;
+  for (const RuleChange& c : rules.changes()) {
+    line += (line.empty() ? "rules changed: " : ", ") + c.id + " " + c.change + " (" + c.where + ")";
+  }
+  return line;
 }
 
 }  // namespace ncclscan

@@ -40,6 +40,10 @@ struct ReportOptions {
 // AppendJsonEscaped, text by SanitizeForTerminal (parsers/text_util.h),
 // markdown by engine/markdown_escape.h.
 std::string RenderJson(const JobState& state, const Diagnosis& d);
+// The rules a site file redefined or turned off, as one line for the text,
+// markdown and trace reports ("rules changed: NCCL-CONN-CLOSED overridden
+// (site/x.yaml:2), ..."); "" with the built-in rules as they are.
+std::string RuleChangesLine(const RuleSet& rules);
 std::string RenderText(const JobState& state, const Diagnosis& d, const ReportOptions& opts);
 std::string RenderMarkdown(const JobState& state, const Diagnosis& d, const ReportOptions& opts = {});
 

@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <lzma.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <re2/re2.h>
@@ -230,6 +231,84 @@ class ZstdReader : public ByteReader {
   std::string pending_error_;
 };
 
+// xz through liblzma with a memory limit, as ZstdReader bounds its window:
+// the decoder allocates what the stream's dictionary size asks for, so a
+// 200 KB file declaring a 1.5 GiB dictionary is refused instead of taking
+// 1.5 GiB (libarchive's xz filter sets no limit). 128 MiB decodes any preset
+// (xz -9 uses a 64 MiB dictionary).
+constexpr uint64_t kXzMemoryLimit = uint64_t{128} << 20;
+
+class XzReader : public ByteReader {
+ public:
+  explicit XzReader(std::unique_ptr<ByteReader> in) : in_(std::move(in)), inbuf_(1 << 17) {
+    ok_ = lzma_stream_decoder(&zs_, kXzMemoryLimit, LZMA_CONCATENATED) == LZMA_OK;
+  }
+  ~XzReader() override { lzma_end(&zs_); }
+  ssize_t Read(char* buf, size_t n, std::string* err) override {
+    if (!ok_) {
+      *err = "corrupt or truncated xz data: liblzma initialisation failed";
+      return -1;
+    }
+    if (done_) {
+      if (pending_error_.empty()) return 0;
+      *err = pending_error_;
+      pending_error_.clear();
+      return -1;
+    }
+    zs_.next_out = reinterpret_cast<uint8_t*>(buf);
+    zs_.avail_out = n;
+    while (zs_.avail_out > 0) {
+      if (zs_.avail_in == 0 && !eof_) {
+        ssize_t r = in_->Read(inbuf_.data(), inbuf_.size(), err);
+        if (r < 0) return Fail(n, *err, err);
+        if (r == 0) eof_ = true;
+        zs_.next_in = reinterpret_cast<const uint8_t*>(inbuf_.data());
+        zs_.avail_in = static_cast<size_t>(r);
+      }
+      lzma_ret rc = lzma_code(&zs_, eof_ ? LZMA_FINISH : LZMA_RUN);
+      if (rc == LZMA_STREAM_END) {
+        done_ = true;
+        break;
+      }
+      if (rc == LZMA_OK) continue;
+      if (rc == LZMA_BUF_ERROR && eof_) return Fail(n, "corrupt or truncated xz data: unexpected end of file", err);
+      if (rc == LZMA_MEMLIMIT_ERROR) {
+        return Fail(n,
+                    "xz data needs more than " + std::to_string(kXzMemoryLimit >> 20) +
+                        " MiB to decode (its dictionary is too large): not read",
+                    err);
+      }
+      return Fail(n, std::string("corrupt or truncated xz data: ") +
+                         (rc == LZMA_FORMAT_ERROR    ? "not xz"
+                          : rc == LZMA_DATA_ERROR    ? "data is corrupt"
+                          : rc == LZMA_OPTIONS_ERROR ? "unsupported options"
+                          : rc == LZMA_MEM_ERROR     ? "cannot allocate memory"
+                                                     : "decoder error"),
+                  err);
+    }
+    return static_cast<ssize_t>(n - zs_.avail_out);
+  }
+
+ private:
+  // An error after some bytes: they are returned first, the error next.
+  ssize_t Fail(size_t n, const std::string& msg, std::string* err) {
+    done_ = true;
+    size_t produced = n - zs_.avail_out;
+    if (produced > 0) {
+      pending_error_ = msg;
+      return static_cast<ssize_t>(produced);
+    }
+    *err = msg;
+    return -1;
+  }
+
+  std::unique_ptr<ByteReader> in_;
+  std::vector<char> inbuf_;
+  lzma_stream zs_ = LZMA_STREAM_INIT;
+  bool ok_ = false, eof_ = false, done_ = false;
+  std::string pending_error_;
+};
+
 // libarchive reading from a ByteReader (our decoders, stdin, a pipe): it never
 // seeks, so pipes and tar streams under any compression work alike.
 struct ArchiveSource {
@@ -281,15 +360,13 @@ ssize_t ReadArchiveData(struct archive* a, const ArchiveSource& src, char* buf, 
   }
 }
 
-// bzip2 and xz (and lzma) single streams, through libarchive's "raw" format.
+// bzip2 single streams, through libarchive's "raw" format.
 class FilterReader : public ByteReader {
  public:
   static std::unique_ptr<ByteReader> Open(std::unique_ptr<ByteReader> in, const char* what, std::string* err) {
     std::unique_ptr<FilterReader> r(new FilterReader(std::move(in)));
     struct archive* a = r->a_.get();
     archive_read_support_filter_bzip2(a);
-    archive_read_support_filter_xz(a);
-    archive_read_support_filter_lzma(a);
     archive_read_support_format_raw(a);
     struct archive_entry* e;
     if (!OpenArchive(a, &r->src_, err)) {
@@ -330,7 +407,7 @@ std::unique_ptr<ByteReader> Decompressed(std::unique_ptr<ByteReader> raw, std::s
     return std::make_unique<ZstdReader>(std::move(in));
   }
   if (StartsWith(m, "BZh") && at(3) >= '1' && at(3) <= '9') return FilterReader::Open(std::move(in), "bzip2", err);
-  if (StartsWith(m, std::string_view("\3757zXZ\0", 6))) return FilterReader::Open(std::move(in), "xz", err);
+  if (StartsWith(m, std::string_view("\3757zXZ\0", 6))) return std::make_unique<XzReader>(std::move(in));
   return in;
 }
 
@@ -689,9 +766,6 @@ bool GlobFilter::Selects(std::string_view rel) const {
 
 // ---- Expansion ----
 
-namespace {
-
-// "./a/./b.log" -> "a/b.log": the same name written another way.
 std::string WithoutDotSegments(std::string_view p) {
   std::string out;
   while (StartsWith(p, "./")) p.remove_prefix(2);
@@ -704,6 +778,8 @@ std::string WithoutDotSegments(std::string_view p) {
   }
   return out;
 }
+
+namespace {
 
 struct Candidate {
   InputPath in;

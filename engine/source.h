@@ -6,8 +6,8 @@
 // counted), -g globs include or exclude by path, and each real file is read
 // once (by device and inode). Files named on the command line are always read.
 //
-// Readers: plain, gzip and zstd have their own streaming decoders (the fast
-// paths); bzip2 and xz go through libarchive; a tar stream (plain or under any
+// Readers: plain, gzip, zstd and xz have their own streaming decoders (zstd
+// and xz with a bound on decoder memory); bzip2 goes through libarchive; a tar stream (plain or under any
 // of those) is read member by member, each member its own file
 // ("job.tar.gz:rank3.log"). "-" is stdin.
 //
@@ -114,6 +114,10 @@ ExpandedInputs ExpandInputs(const std::vector<std::string>& args, const GlobFilt
                             std::vector<std::string>* errors);
 // The same without globs, paths only.
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& args, std::vector<std::string>* errors);
+
+// "./a/./b.log" -> "a/b.log": the same name written another way (of the
+// spellings of one file, the one ExpandInputs and a merge keep sorts first).
+std::string WithoutDotSegments(std::string_view p);
 
 // Input hygiene by name: kSkipNotALog for prose markdown (.md, .markdown, .rst),
 // else null. `name` is a base name.

@@ -347,7 +347,9 @@ class TraceBuilder {
         a.Int("ran_ms", w.ran_ms);
       else
         a.Str("note", ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
-      if (ms > kMaxDurationMs) a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
+      if (ms > kMaxDurationMs) {
+        a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
+      }
       a.Str("text", e.text).Str("at", Cite(e));
       ev.args = a.Done();
       slices[key] = std::move(ev);
@@ -700,6 +702,7 @@ class TraceBuilder {
       other.Str("suspected_ranks", CompactRanks(p.suspect_ranks));
     }
     if (!d_.job_id.empty()) other.Str("job_id", d_.job_id);
+    if (std::string rc = RuleChangesLine(st_.rules()); !rc.empty()) other.Str("rule_changes", rc);
     other.Str("time_unit", "ts and dur are microseconds since ts 0 below");
     if (!log_origin_.empty()) other.Str("ts_0_log_clock", log_origin_);
     if (!fr_origin_.empty()) other.Str("ts_0_flight_recorder_clock", fr_origin_);

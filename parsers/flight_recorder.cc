@@ -2,8 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "parsers/pickle.h"
 #include "parsers/text_util.h"
@@ -129,6 +131,39 @@ class Mapper {
     return true;
   }
 
+  // The keys of an entry that are read, and their values in one entry.
+  enum class EntryKey {
+    kRecordId, kPgId, kProcessGroup, kCollectiveSeqId, kSeqId, kP2pSeqId, kOpId, kProfilingName, kState, kIsP2p,
+    kRetired, kTimeCreated, kTimeStarted, kTimeCompleted, kDurationMs, kTimeoutMs, kInputSizes, kOutputSizes,
+    kInputDtypes, kOutputDtypes, kFrames, kCount
+  };
+  struct EntryFields {
+    uint32_t value[static_cast<int>(EntryKey::kCount)];
+  };
+  // One pass over an entry's items, charged once (as Items does), instead of
+  // a lookup per key that each scans the whole dict: a genuine dump of 100k
+  // entries visits a few million values, not the ~90 million that used to be
+  // charged (and refused as "shared values"). Later keys win, as in Python.
+  EntryFields Fields(uint32_t e) {
+    static constexpr std::string_view kKeys[] = {
+        "record_id", "pg_id", "process_group", "collective_seq_id", "seq_id", "p2p_seq_id", "op_id",
+        "profiling_name", "state", "is_p2p", "retired", "time_created_ns", "time_discovered_started_ns",
+        "time_discovered_completed_ns", "duration_ms", "timeout_ms", "input_sizes", "output_sizes",
+        "input_dtypes", "output_dtypes", "frames"};
+    static_assert(std::size(kKeys) == static_cast<size_t>(EntryKey::kCount));
+    EntryFields f;
+    std::fill(std::begin(f.value), std::end(f.value), PyTree::kNoValue);
+    const auto& it = Items(e);
+    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+      if (t_.kind(it[i]) != PyKind::kStr) continue;
+      std::string_view key = t_.str(it[i]);
+      for (size_t k = 0; k < std::size(kKeys); ++k) {
+        if (key == kKeys[k]) f.value[k] = it[i + 1];
+      }
+    }
+    return f;
+  }
+
   bool MapEntries(uint32_t l, std::string* err) {
     PyKind k = t_.kind(l);
     if (k != PyKind::kList && k != PyKind::kTuple) return NotA("'entries'", "list", err);
@@ -140,34 +175,38 @@ class Mapper {
       if (t_.kind(e) != PyKind::kDict) return NotA("entry " + std::to_string(i), "dict", err);
       if (!Charge(sizeof(FrEntry), err)) return false;
       FrEntry fe;
-      Int(Get(e, "record_id"), &fe.record_id);
-      Text(Get(e, "pg_id"), &fe.pg_id);
-      uint32_t pg = Get(e, "process_group");
+      EntryFields f = Fields(e);
+      auto get = [&](EntryKey key) { return f.value[static_cast<int>(key)]; };
+      Int(get(EntryKey::kRecordId), &fe.record_id);
+      Text(get(EntryKey::kPgId), &fe.pg_id);
+      uint32_t pg = get(EntryKey::kProcessGroup);
       if (pg != PyTree::kNoValue) {
         const auto& names = Items(pg);
         if (t_.kind(pg) != PyKind::kDict && names.size() >= 1) Text(names[0], &fe.pg_name);
         if (t_.kind(pg) != PyKind::kDict && names.size() >= 2) Text(names[1], &fe.pg_desc);
       }
       // Versions before 2.2 called the collective sequence "seq_id".
-      if (!Int(Get(e, "collective_seq_id"), &fe.collective_seq_id)) Int(Get(e, "seq_id"), &fe.collective_seq_id);
-      Int(Get(e, "p2p_seq_id"), &fe.p2p_seq_id);
-      Int(Get(e, "op_id"), &fe.op_id);
-      Text(Get(e, "profiling_name"), &fe.profiling_name);
-      Text(Get(e, "state"), &fe.state);
-      Bool(Get(e, "is_p2p"), &fe.is_p2p);
-      Bool(Get(e, "retired"), &fe.retired);
-      Real(Get(e, "time_created_ns"), &fe.time_created_ns);
-      Real(Get(e, "time_discovered_started_ns"), &fe.time_started_ns);
-      Real(Get(e, "time_discovered_completed_ns"), &fe.time_completed_ns);
-      Real(Get(e, "duration_ms"), &fe.duration_ms);
-      Int(Get(e, "timeout_ms"), &fe.timeout_ms);
-      if (!Sizes(Get(e, "input_sizes"), &fe.input_sizes, err) ||
-          !Sizes(Get(e, "output_sizes"), &fe.output_sizes, err) ||
-          !Texts(Get(e, "input_dtypes"), &fe.input_dtypes, err) ||
-          !Texts(Get(e, "output_dtypes"), &fe.output_dtypes, err)) {
+      if (!Int(get(EntryKey::kCollectiveSeqId), &fe.collective_seq_id)) {
+        Int(get(EntryKey::kSeqId), &fe.collective_seq_id);
+      }
+      Int(get(EntryKey::kP2pSeqId), &fe.p2p_seq_id);
+      Int(get(EntryKey::kOpId), &fe.op_id);
+      Text(get(EntryKey::kProfilingName), &fe.profiling_name);
+      Text(get(EntryKey::kState), &fe.state);
+      Bool(get(EntryKey::kIsP2p), &fe.is_p2p);
+      Bool(get(EntryKey::kRetired), &fe.retired);
+      Real(get(EntryKey::kTimeCreated), &fe.time_created_ns);
+      Real(get(EntryKey::kTimeStarted), &fe.time_started_ns);
+      Real(get(EntryKey::kTimeCompleted), &fe.time_completed_ns);
+      Real(get(EntryKey::kDurationMs), &fe.duration_ms);
+      Int(get(EntryKey::kTimeoutMs), &fe.timeout_ms);
+      if (!Sizes(get(EntryKey::kInputSizes), &fe.input_sizes, err) ||
+          !Sizes(get(EntryKey::kOutputSizes), &fe.output_sizes, err) ||
+          !Texts(get(EntryKey::kInputDtypes), &fe.input_dtypes, err) ||
+          !Texts(get(EntryKey::kOutputDtypes), &fe.output_dtypes, err)) {
         return false;
       }
-      const auto& frames = Items(Get(e, "frames"));
+      const auto& frames = Items(get(EntryKey::kFrames));
       if (!frames.empty()) {
         std::string name, file, line;
         Text(Get(frames[0], "name"), &name);

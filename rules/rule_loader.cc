@@ -11,6 +11,7 @@
 #include <exception>
 #include <fstream>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <sys/stat.h>
 #include <system_error>
@@ -331,6 +332,7 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
 
   // Rules and correlations share one id space.
   std::map<std::string, std::pair<int, SourcePos>> seen;  // id -> layer, pos
+  std::map<std::string, SourcePos> overridden;            // id -> where the last redefinition is
   std::vector<const LineRule*> rules;
   std::vector<const CorrelationRule*> corrs;
   std::map<std::string, size_t> rule_slot, corr_slot;
@@ -346,6 +348,7 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
       return -1;
     }
     int r = it == seen.end() ? 0 : 1;  // 1 = overrides an earlier layer
+    if (r == 1) overridden[id.value] = id.pos;
     seen[id.value] = {layer, id.pos};
     return r;
   };
@@ -617,21 +620,32 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   // `disable:` list, --disable. They are compiled and checked like the others
   // (their examples run with every rule present) and set aside at the end.
   std::set<std::string>& off = *off_out;
+  auto where = [](const SourcePos& p) {
+    return p.line == 0 ? std::string("--disable") : p.file + ":" + std::to_string(p.line);
+  };
+  std::map<std::string, std::string> off_where;
   for (const auto& r : rs->rules_) {
-    if (!r.spec.enabled) off.insert(r.spec.id.value);
+    if (!r.spec.enabled && off.insert(r.spec.id.value).second) off_where[r.spec.id.value] = where(r.spec.id.pos);
   }
   for (const CorrelationRule* c : corrs) {
-    if (!c->enabled) off.insert(c->id.value);
+    if (!c->enabled && off.insert(c->id.value).second) off_where[c->id.value] = where(c->id.pos);
   }
   for (const auto& d : im.disabled) {
     if (all_ids.count(d.value)) {
-      off.insert(d.value);
+      if (off.insert(d.value).second) off_where[d.value] = where(d.pos);
     } else {
       im.Error(d.pos, "E-UNKNOWN-RULE",
                std::string(d.pos.line == 0 ? "--disable" : "disable") + " names unknown rule '" + d.value + "'",
                "no rule or correlation has this id; see 'ncclscan rules --list'");
     }
   }
+  for (const auto& [id, pos] : overridden) {
+    rs->changes_.push_back({id, "overridden", pos.file + ":" + std::to_string(pos.line)});
+  }
+  for (const auto& [id, at] : off_where) rs->changes_.push_back({id, "disabled", at});
+  std::sort(rs->changes_.begin(), rs->changes_.end(), [](const RuleChange& a, const RuleChange& b) {
+    return std::tie(a.id, a.change) < std::tie(b.id, b.change);
+  });
 
   for (const CorrelationRule* c : corrs) {
     CompiledCorrelation cc;

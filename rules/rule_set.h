@@ -171,6 +171,15 @@ struct MatchScratch {
   re2::StringPiece groups[kMaxCaptures + 1];
 };
 
+// A rule of an earlier layer (the built-in rules) that a later rule file
+// redefined, or a rule turned off (`enabled: false`, a file's `disable:`,
+// --disable): reports list them, so a site file cannot hide a finding silently.
+struct RuleChange {
+  std::string id;
+  std::string change;  // "overridden" or "disabled"
+  std::string where;   // "file:line" of the redefinition or the disable, "--disable"
+};
+
 class RuleSet {
  public:
   RuleSet();
@@ -186,6 +195,8 @@ class RuleSet {
   // loaded and checked, never matched or run; kept for listing and explain.
   const std::vector<CompiledRule>& disabled_rules() const { return disabled_rules_; }
   const std::vector<CompiledCorrelation>& disabled_correlations() const { return disabled_correlations_; }
+  // Overrides and disables, sorted by id (empty with the built-in rules alone).
+  const std::vector<RuleChange>& changes() const { return changes_; }
   // The prefilter over every rule's key atoms (exposed for benchmarks and tests).
   const LiteralMatcher& matcher() const { return matcher_; }
   // The part of a line the prefilter searches: the message of NCCL / c10 lines
@@ -287,6 +298,7 @@ class RuleSet {
   std::vector<CompiledCorrelation> correlations_;
   std::vector<CompiledRule> disabled_rules_;
   std::vector<CompiledCorrelation> disabled_correlations_;
+  std::vector<RuleChange> changes_;
   LiteralMatcher matcher_;
   std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
   LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines

@@ -34,14 +34,14 @@ PLAN=(
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
   corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
-  rule_text_is_escaped_for_the_terminal
+  rule_text_is_escaped_for_the_terminal site_rule_changes_are_listed_in_every_format
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
   permission_denied directory_symlink_loop fifo_on_stdin
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
-  merge_memory_is_bounded
+  merge_memory_is_bounded merge_rejects_values_a_scan_never_makes
 )
 pass=0
 fail=0
@@ -520,6 +520,38 @@ expect no_esc_err
 expect err_has 'PWNED'
 end
 
+# A site rule file that redefines a built-in rule or turns it off says so in
+# every report format (text, markdown, JSON ruleset.changes, trace otherData):
+# a 15-line file must not turn a real failure into a silent "OK".
+mkdir -p "$T/site_override" "$T/site_off"
+cat >"$T/site_override/override.yaml" <<'Y'
+rules:
+  - id: NCCL-CONN-CLOSED
+    title: harmless
+    category: connection
+    family: nccl
+    pattern: 'Connection closed by (?P<who>remote peer|localRank) .*'
+    finding: {severity: info, confidence: 0.1, role: context, explanation: "nothing to see"}
+    examples:
+      match: ["h1:1:1 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer x<1>"]
+      no_match: ["h1:1:1 [0] NCCL INFO Connection closed by nobody"]
+Y
+echo 'disable: [NCCL-CONN-CLOSED, NCCL-WARN-UNRECOGNISED]' >"$T/site_off/off.yaml"
+printf 'gpu-b:2:2 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-a<1>\n' >"$T/closed.log"
+check site_rule_changes_are_listed_in_every_format 0 "$NS" --color never --rules "$T/site_override" "$T/closed.log"
+expect out_has "^rules changed: NCCL-CONN-CLOSED overridden ($T/site_override/override.yaml:2)"
+also_run 0 "$NS" --format markdown --rules "$T/site_off" "$T/closed.log"
+expect out_has "rules changed: NCCL-CONN-CLOSED disabled"
+expect out_has "NCCL-WARN-UNRECOGNISED disabled"
+also_run 0 "$NS" --format json --rules "$T/site_override" --disable NCCL-ENV-ALGO-PROTO "$T/closed.log"
+expect json_eq '[(c["id"], c["change"]) for c in d["ruleset"]["changes"]]' "[('NCCL-CONN-CLOSED', 'overridden'), ('NCCL-ENV-ALGO-PROTO', 'disabled')]"
+expect json_eq 'd["ruleset"]["changes"][1]["where"]' '--disable'
+also_run 0 "$NS" --format trace --rules "$T/site_off" "$T/closed.log"
+expect json_eq '"NCCL-CONN-CLOSED disabled" in d["otherData"]["rule_changes"]' True
+also_run 1 "$NS" --format json "$T/closed.log"
+expect json_eq '"changes" in d["ruleset"]' False
+end
+
 # --- bad-input matrix -------------------------------------------------------------
 head -c 20000 /dev/urandom >"$T/binary.bin"
 check binary_file 1 "$NS" --format json "$T/binary.bin" "$GOOD"
@@ -794,6 +826,47 @@ expect err_has "^ncclscan: error: $T/subjects.part: corrupt partial"
 also_run 2 /usr/bin/time -f '%M' -o "$T/rss" timeout 20 "$NS" merge /dev/zero
 expect rss_below 262144
 expect err_has "^ncclscan: error: /dev/zero: not an ncclscan partial"
+end
+
+# A merge accepts only values a scan makes: a finding count of -5 or an
+# evidence line of -7 is a corrupt partial (exit 2), never JSON that breaks
+# docs/diagnosis.schema.json; the same finding with count 5, line 7 merges.
+"$PY" - "$T/p1.partial" "$T" <<'PY'
+import struct, subprocess, sys
+MAGIC = b'ncclscan-partial\n'
+def U(v):
+    b = bytearray()
+    while v >= 0x80: b.append((v & 0x7f) | 0x80); v >>= 7
+    b.append(v); return bytes(b)
+def I(v): return U(((v << 1) ^ (v >> 63)) & ((1 << 64) - 1))
+def S(x): return U(len(x)) + (x.encode() if isinstance(x, str) else x)
+def D(d): return struct.pack('<d', d)
+class R:
+    def __init__(s, b): s.b = b; s.p = 0
+    def U(s):
+        v = sh = 0
+        while True:
+            c = s.b[s.p]; s.p += 1; v |= (c & 0x7f) << sh; sh += 7
+            if not c & 0x80: return v
+    def S(s):
+        n = s.U(); x = s.b[s.p:s.p + n]; s.p += n; return x
+raw = open(sys.argv[1], 'rb').read()
+body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], stdout=subprocess.PIPE, check=True).stdout
+r = R(body); sig = r.S(); writer = r.S()
+for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
+    finding = (S('K') + I(0) + S('') + U(0) + U(0)
+               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0)
+               + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
+    state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1)
+             + U(0) * 4 + U(0) + U(0) * 6 + U(1) + finding + U(0) * 6 + U(0) * 16)
+    out = S(sig) + S(writer) + U(0) + U(1) + S('x.log') + S(state)
+    z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
+    open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + U(1) + z)
+PY
+check merge_rejects_values_a_scan_never_makes 2 "$NS" merge --format json "$T/neg.part"
+expect err_has "^ncclscan: error: $T/neg.part: corrupt partial"
+also_run 0 "$NS" merge --format json --fail-on never "$T/pos.part"
+expect json_eq '[(f["count"], f["evidence"][0]["line"]) for f in d["findings"]]' '[(5, 7)]'
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"

@@ -425,14 +425,15 @@ TEST(FlightRecorder, RejectsWhatIsNotADump) {
 }
 
 TEST(FlightRecorder, SharedValuesCannotMultiplyWork) {
-  // One entry dict with 100k keys, listed 100 times through the memo: a tiny
-  // file that would make the mapping compare keys for ever.
+  // One entry dict with 100k keys, listed 400 times through the memo: a tiny
+  // file that would make the mapping visit keys for ever (each listing is a
+  // pass over the 100k keys: 400 of them are past the budget).
   P p;
   p.Op('}').Op('(').Str("entries").Op(']').Op('(');
   p.Op('}').Op('q').Op(1).Op('(').Str("k").Op('q').Op(2).Op('N');
   for (int i = 0; i < 100000; ++i) p.Op('h').Op(2).Op('N');
   p.Op('u');
-  for (int i = 0; i < 99; ++i) p.Op('h').Op(1);
+  for (int i = 0; i < 399; ++i) p.Op('h').Op(1);
   p.Op('e').Op('u');
   FrDump d;
   std::string err;
@@ -440,6 +441,34 @@ TEST(FlightRecorder, SharedValuesCannotMultiplyWork) {
   EXPECT_EQ(err,
             "Flight Recorder dump too large: more than 67108864 values visited (shared values referenced many "
             "times)");
+}
+
+// A genuine dump of 100k entries (TORCH_NCCL_TRACE_BUFFER_SIZE that large)
+// is read whole: the budget counts values visited, and each entry's keys are
+// visited once. (Every key lookup used to be charged a pass over the entry:
+// ~900 per entry, and dumps past ~75k entries were refused as "shared values
+// referenced many times".)
+TEST(FlightRecorder, LargeGenuineDumpIsRead) {
+  constexpr int kEntries = 100000;
+  std::string json = R"({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+ "entries": [)";
+  for (int i = 0; i < kEntries; ++i) {
+    json += (i ? "," : "") + std::string(R"({"record_id": )") + std::to_string(i) +
+            R"(, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": )" + std::to_string(i + 1) +
+            R"(, "p2p_seq_id": 0, "op_id": )" + std::to_string(i + 1) +
+            R"(, "profiling_name": "nccl:all_reduce", "time_created_ns": 1000, "input_sizes": [[1024]],
+ "input_dtypes": ["Float"], "output_sizes": [[1024]], "output_dtypes": ["Float"], "state": "completed",
+ "time_discovered_started_ns": 1000, "time_discovered_completed_ns": 2000, "retired": true,
+ "timeout_ms": 600000, "is_p2p": false, "duration_ms": null, "thread_id": "1", "thread_name": "pt_main_thread",
+ "frames": [{"name": "all_reduce", "filename": "/x/distributed_c10d.py", "line": 2501}]})";
+  }
+  json += "]}";
+  FrDump d;
+  std::string err;
+  ASSERT_TRUE(ParseFlightRecorder(json, &d, &err)) << err;
+  ASSERT_EQ(d.entries.size(), static_cast<size_t>(kEntries));
+  EXPECT_EQ(d.entries.back().collective_seq_id, kEntries);
+  EXPECT_EQ(d.entries.back().top_frame, "all_reduce (/x/distributed_c10d.py:2501)");
 }
 
 TEST(FlightRecorder, LooksLike) {

@@ -7,6 +7,7 @@
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <map>
@@ -460,6 +461,37 @@ TEST(Source, DamagedCompressedMemberIsUnreadableAndTheMembersAfterItRead) {
       }
     }
   }
+}
+
+// An .xz whose stream asks for a dictionary past the decoder's memory limit
+// (1.5 GiB here; its block header patched, CRC32 and all) is refused with a
+// clear reason, as a zstd window past 2^27 is, instead of the decoder taking
+// what the header asks for (libarchive's xz filter set no limit: a 229 KB
+// file of zeros took 1.5 GB). The other inputs are read.
+TEST(Source, XzDictionaryPastTheMemoryLimitIsRefused) {
+  TempDir dir;
+  std::string xz = Archive({{"x", RankLog(1)}}, ARCHIVE_FILTER_XZ, false);
+  // Stream header (12 bytes), then the block header: its size byte, flags,
+  // then the filter flags of LZMA2 (id 0x21, 1 property byte: the dictionary).
+  const size_t block = 12, header_size = (static_cast<unsigned char>(xz[block]) + 1) * 4;
+  const size_t filter = xz.find(std::string("\x21\x01", 2), block + 2);
+  ASSERT_LT(filter, block + header_size);
+  xz[filter + 2] = 37;  // (2 | 1) << (37 / 2 + 11) = 1.5 GiB
+  const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(xz.data() + block), header_size - 4);
+  for (int i = 0; i < 4; ++i) xz[block + header_size - 4 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  std::string bad = dir.Write("huge_dict.log.xz", xz);
+  std::string good = dir.Write("z_good.log", RankLog(3));
+  Analysis a = Analyze(Rules(), {bad, good}, ScanOptions());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_EQ(a.errors[0], "cannot read " + bad +
+                             ": xz data needs more than 128 MiB to decode (its dictionary is too large): not read");
+  ASSERT_EQ(a.state->files().size(), 2u);
+  EXPECT_EQ(a.state->files()[1].bytes, RankLog(3).size());
+  // The same stream with its own (small) dictionary reads.
+  xz = Archive({{"x", RankLog(1)}}, ARCHIVE_FILTER_XZ, false);
+  Analysis ok = Analyze(Rules(), {dir.Write("small_dict.log.xz", xz)}, ScanOptions());
+  EXPECT_TRUE(ok.errors.empty());
+  EXPECT_EQ(ok.state->files()[0].bytes, RankLog(1).size());
 }
 
 TEST(Source, GrepPrefixedInputCitesTheOriginalFileAndLine) {
