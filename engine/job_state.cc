@@ -26,6 +26,10 @@ std::string CompactRanks(const std::vector<int>& in) {
 JobState::JobState(const RuleSet* rules) : rules_(rules) {}
 
 int JobState::AddFile(const std::string& path) {
+  // A WARN's return-code chain follows it in the same file: a chain at the top
+  // of the next file is not read as closing it (a scan and a merge of one
+  // partial per file then agree).
+  for (std::string& w : open_warn_) w.clear();
   FileInfo f;
   f.path = path;
   PathHints h = ParsePathHints(path);

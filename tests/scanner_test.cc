@@ -165,6 +165,19 @@ TEST(Scanner, InterfaceListContinuesAcrossChunkBoundaries) {
   ExpectEveryChunkSizeAgrees(path, ref, chunks);
 }
 
+// Regression (found by determinism_fuzz): a WARN ending one file and a
+// return-code chain starting the next were joined by a scan, not by a merge of
+// one partial per file. A chain closes a WARN of its own file only.
+TEST(Scanner, AReturnCodeChainDoesNotCloseAnotherFilesWarn) {
+  TempDir dir;
+  const std::string a =
+      dir.Write("a.log", "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory "
+                         "segment /dev/shm/nccl-KWfVyt (size 5967872)\n");
+  const std::string b = dir.Write("b.log", "ubuntu:9621:9688 [3] NCCL INFO transport/shm.cc:114 -> 2\n"
+                                           "ubuntu:9621:9688 [3] NCCL INFO init.cc:1358 -> 2\n");
+  EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 1 << 17, dir.path()), "");
+}
+
 // The determinism property on real lines: runs of lines of the real corpus
 // cases, shuffled between 2-5 files, at random chunk sizes, give the same JSON
 // at -j1, at -j4 and as one partial per file merged in reverse.
