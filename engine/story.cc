@@ -129,27 +129,34 @@ const char* TestAt(Stage s) {
   return "?";
 }
 
-StoryPoint StoryOf(const JobState& state, int s) {
-  const Subject& sub = state.subjects()[s];
-  const RuleSet& rules = state.rules();
-  StoryPoint p;
+StoryFacts ResolveStoryFacts(const RuleSet& rules) {
+  StoryFacts out;
   for (const StageFacts& sf : kStageFacts) {
     for (const char* name : sf.facts) {
       const int f = rules.FindFact(name);
-      if (f < 0) continue;
-      const Evidence* e = LatestOf(sub, f);
-      if (!e) continue;
-      p.last = Later(p.last, e);
-      if (sf.stage >= p.stage) {
-        p.stage = sf.stage;
-        p.proof = e;
-      }
+      if (f >= 0) out.stages.emplace_back(sf.stage, f);
     }
   }
   for (const char* name : kAbnormalFacts) {
     const int f = rules.FindFact(name);
-    if (f >= 0 && sub.Has(f)) p.abnormal = true;
+    if (f >= 0) out.abnormal.push_back(f);
   }
+  return out;
+}
+
+StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s) {
+  const Subject& sub = state.subjects()[s];
+  StoryPoint p;
+  for (const auto& [stage, f] : facts.stages) {
+    const Evidence* e = LatestOf(sub, f);
+    if (!e) continue;
+    p.last = Later(p.last, e);
+    if (stage >= p.stage) {
+      p.stage = stage;
+      p.proof = e;
+    }
+  }
+  for (int f : facts.abnormal) p.abnormal |= sub.Has(f);
   return p;
 }
 
@@ -183,9 +190,10 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
     results |= result >= 0 && state.subjects()[s].Has(result);
   }
   if (results) return;
+  const StoryFacts facts = ResolveStoryFacts(state.rules());
   std::vector<std::pair<int, StoryPoint>> stories;
   for (int s : state.LiveSubjects()) {
-    StoryPoint p = StoryOf(state, s);
+    StoryPoint p = StoryOf(state, facts, s);
     if (p.abnormal || p.stage == Stage::kCollectives) return;
     if (p.stage == Stage::kInitComplete && !nccltests) {
       if (!in_open_init.count(s)) return;

@@ -14,6 +14,8 @@
 #define NCCLSCAN_ENGINE_STORY_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/job_state.h"
 
@@ -44,8 +46,15 @@ struct StoryPoint {
   bool abnormal = false;            // an error, crash, abort or exit status of its own
 };
 
+// The facts (rules/facts.yaml) the story reads, resolved once per rule set.
+struct StoryFacts {
+  std::vector<std::pair<Stage, int>> stages;  // a fact whose presence proves the stage
+  std::vector<int> abnormal;                  // a process's own failure: error, crash, abort, exit
+};
+StoryFacts ResolveStoryFacts(const RuleSet& rules);
+
 // The story of live subject `s`.
-StoryPoint StoryOf(const JobState& state, int s);
+StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s);
 
 }  // namespace ncclscan
 
