@@ -30,6 +30,9 @@ int JobState::AddFile(const std::string& path) {
   // of the next file is not read as closing it (a scan and a merge of one
   // partial per file then agree).
   for (std::string& w : open_warn_) w.clear();
+  // Likewise a pointer -> commId translation: a pointer named in another file
+  // is resolved at the end (ResolvePointerComms), not line by line.
+  for (auto& m : file_comm_ptr_) m.clear();
   FileInfo f;
   f.path = path;
   PathHints h = ParsePathHints(path);
@@ -295,10 +298,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     // key may go on after the pointer ("0x55d0… 2f": one call of that
     // communicator); only the pointer is translated.
     std::string translated;
-    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < comm_ptr_.size()) {
+    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < file_comm_ptr_.size()) {
       const size_t sp = key.find(' ');
-      auto it = comm_ptr_[si].find(key.substr(0, sp));
-      if (it != comm_ptr_[si].end()) {
+      auto it = file_comm_ptr_[si].find(key.substr(0, sp));
+      if (it != file_comm_ptr_[si].end()) {
         translated = it->second;
         if (sp != std::string_view::npos) translated.append(key.substr(sp));
         key = translated;
@@ -395,10 +398,11 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     std::string_view comm = render(r.identity[kIdComm], &b1);
     std::string comm_id(render(r.identity[kIdCommId], &b2));
     if (!comm.empty()) {
-      if (comm_ptr_.size() <= static_cast<size_t>(si)) comm_ptr_.resize(si + 1);
-      auto& ptrs = comm_ptr_[si];
+      if (file_comm_ptr_.size() <= static_cast<size_t>(si)) file_comm_ptr_.resize(si + 1);
+      auto& ptrs = file_comm_ptr_[si];
       auto it = ptrs.find(comm);
-      if (comm_id.empty()) {
+      const bool named = !comm_id.empty();
+      if (!named) {
         comm_id = it != ptrs.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
                                                       std::to_string(subjects_[si].pid) + ":" + std::string(comm);
       }
@@ -408,6 +412,10 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         if (CanTrackComm(comm_id)) ptrs.emplace(std::string(comm), comm_id);
       } else {
         it->second = comm_id;
+      }
+      if (named && (it != ptrs.end() || CanTrackComm(comm_id))) {
+        if (comm_ptr_.size() <= static_cast<size_t>(si)) comm_ptr_.resize(si + 1);
+        comm_ptr_[si][std::string(comm)] = comm_id;
       }
     }
     std::string rank_s(render(r.identity[kIdRank], &b1));
@@ -587,7 +595,98 @@ const Evidence* JobState::FirstEvidence(const Subject& s) {
   return best ? &best->evidence : nullptr;
 }
 
+void JobState::ResolvePointerComms() {
+  // "ptr:host:pid:0x…" -> the commId that process's Init line gave the pointer.
+  std::map<std::string, std::vector<int>> subjects_of;  // "host:pid" -> subjects
+  for (size_t i = 0; i < subjects_.size(); ++i) {
+    if (subjects_[i].pid >= 0) subjects_of[subjects_[i].host + ":" + std::to_string(subjects_[i].pid)].push_back(i);
+  }
+  std::map<std::string, std::string> rename;
+  for (const auto& kv : comms_) {
+    const std::string& id = kv.first;
+    if (!StartsWith(id, "ptr:")) continue;
+    const size_t last = id.rfind(':');
+    auto subs = subjects_of.find(id.substr(4, last - 4));
+    if (subs == subjects_of.end()) continue;
+    std::string to;
+    bool ambiguous = false;
+    for (int si : subs->second) {
+      if (static_cast<size_t>(si) >= comm_ptr_.size()) continue;
+      auto p = comm_ptr_[si].find(std::string_view(id).substr(last + 1));
+      if (p == comm_ptr_[si].end()) continue;
+      ambiguous |= !to.empty() && to != p->second;
+      to = p->second;
+    }
+    if (!to.empty() && !ambiguous) rename.emplace(id, to);
+  }
+  for (const auto& [from, to] : rename) {
+    auto f = comms_.find(from);
+    CommInfo moved = std::move(f->second);
+    comms_.erase(f);
+    auto t = comms_.find(to);
+    if (t == comms_.end()) {
+      moved.id = to;
+      comms_.emplace(to, std::move(moved));
+      continue;
+    }
+    CommInfo& c = t->second;
+    if (c.nranks == 0) c.nranks = moved.nranks;
+    c.ranks_started.insert(moved.ranks_started.begin(), moved.ranks_started.end());
+    c.ranks_completed.insert(moved.ranks_completed.begin(), moved.ranks_completed.end());
+    c.ranks_aborted.insert(moved.ranks_aborted.begin(), moved.ranks_aborted.end());
+    c.subjects.insert(moved.subjects.begin(), moved.subjects.end());
+  }
+  if (!rename.empty()) {
+    for (auto& [si, ranks] : comm_rank_) {
+      for (const auto& [from, to] : rename) {
+        auto r = ranks.find(from);
+        if (r == ranks.end()) continue;
+        ranks.emplace(to, r->second);  // a rank the commId already has stays
+        ranks.erase(r);
+      }
+    }
+  }
+  // Facts: values that name a folded communicator, and comm-keyed facts whose
+  // key is still a pointer ("0x55d0… 2f": one call of that communicator).
+  for (size_t si = 0; si < subjects_.size(); ++si) {
+    Subject& s = subjects_[si];
+    if (!rename.empty()) {
+      for (auto& [f, v] : s.facts.slots()) {
+        auto r = rename.find(v.value);
+        if (r != rename.end()) v.value = r->second;
+        for (const auto& [from, to] : rename) {
+          auto it = std::find(v.values.begin(), v.values.end(), from);
+          if (it == v.values.end()) continue;
+          v.values.erase(it);
+          InsertSetValue(&v.values, to);
+        }
+      }
+    }
+    if (si >= comm_ptr_.size() || comm_ptr_[si].empty()) continue;
+    for (auto& [f, m] : s.keyed.slots()) {
+      const FactSpec& spec = rules_->facts()[f];
+      if (spec.key_kind != "comm") continue;
+      std::vector<std::pair<std::string, std::string>> moves;  // old key, new key
+      for (const auto& kv : m) {
+        const size_t sp = kv.first.find(' ');
+        auto p = comm_ptr_[si].find(std::string_view(kv.first).substr(0, sp));
+        if (p == comm_ptr_[si].end()) continue;
+        moves.emplace_back(kv.first, p->second + (sp == std::string::npos ? "" : kv.first.substr(sp)));
+      }
+      for (auto& [from, to] : moves) {
+        auto it = m.find(from);
+        FactValue v = std::move(it->second);
+        m.erase(it);
+        auto t = m.find(to);
+        if (t == m.end()) m.emplace(std::move(to), std::move(v));
+        else MergeValue(spec, &t->second, v);
+      }
+    }
+  }
+}
+
 void JobState::Finalize() {
+  ResolvePointerComms();
   // A wrapper's label (kubectl pod) that only ever prefixed the lines of processes printing
   // one host name is that host: its unprefixed lines (PyTorch, torchrun) belong there too.
   for (auto& sub : subjects_) {

@@ -311,9 +311,9 @@ class JobState {
   // Takes in `later`, the state of files scanned after this one's (same rules,
   // not finalized), as if the scan had gone on into them: facts merge in input
   // order (first keeps ours, last takes later's), evidence and counts add up.
-  // What a scan carries from one file into the next is not replayed: a
-  // process whose lines are split over two states has its communicator
-  // pointers translated, and its WARN chains closed, within each state only.
+  // A scan carries no line context from one file into the next either (WARN
+  // chains close, and communicator pointers translate, within their file;
+  // Finalize folds pointers named in another file), so the two agree.
   // `ncclscan merge` is built on it (engine/partial.h).
   void Absorb(JobState&& later);
   // The unfinalized state as bytes and back (engine/partial.cc); Decode
@@ -361,6 +361,10 @@ class JobState {
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
                const EvidenceRef& ev);
   void MergeSubject(int from, int into);
+  // Folds each "ptr:host:pid:0x…" communicator, and each comm-keyed fact still
+  // keyed by a pointer, into the commId an Init line of the same process
+  // named for that pointer, wherever in the input (Finalize, first step).
+  void ResolvePointerComms();
   // The evidence of the subject's earliest fact (nullptr if it has none).
   static const Evidence* FirstEvidence(const Subject& s);
   // A windowed keyed fact keeps its latest keys (FactSpec::window): called
@@ -384,7 +388,12 @@ class JobState {
   std::vector<Subject> subjects_;
   std::map<std::string, int, std::less<>> subject_index_;  // "P host:pid" / "R n" / "F file"
   std::map<std::string, CommInfo> comms_;                   // by commId
-  std::vector<std::map<std::string, std::string, std::less<>>> comm_ptr_;  // [subject]: 0xptr -> commId
+  // [subject]: 0xptr -> commId, every Init line of the input (later ones win);
+  // pointer communicators are folded into their commId by ResolvePointerComms.
+  std::vector<std::map<std::string, std::string, std::less<>>> comm_ptr_;
+  // The same, learned in the current file only: lines are translated with it
+  // as they come, so that a scan and a merge of one partial per file agree.
+  std::vector<std::map<std::string, std::string, std::less<>>> file_comm_ptr_;
   std::map<int, std::map<std::string, int>> comm_rank_;      // subject -> commId -> rank
   std::map<int, int> subject_global_rank_;                   // from explicit identity
   std::map<std::string, std::string> address_owner_;        // ip/host -> host

@@ -178,6 +178,25 @@ TEST(Scanner, AReturnCodeChainDoesNotCloseAnotherFilesWarn) {
   EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 1 << 17, dir.path()), "");
 }
 
+// A communicator pointer named by an Init line in one file and used in another
+// (a rotated or pasted-in-parts log) is folded into its commId at the end,
+// by the scan and by a merge of one partial per file alike.
+TEST(Scanner, ACommunicatorPointerNamedInAnotherFileIsResolvedAtTheEnd) {
+  TempDir dir;
+  const std::string a = dir.Write(
+      "a.log", "gpu-1:5833:6089 [1] NCCL INFO ncclCommInitRank comm 0x5531a8983cd0 rank 5 nranks 8 cudaDev 1 "
+               "nvmlDev 1 busId 2a000 commId 0x1bd2e90488c35ff3 - Init START\n");
+  const std::string b =
+      dir.Write("b.log", "gpu-1:5833:6089 [1] NCCL INFO comm 0x5531a8983cd0 rank 5 nRanks 8 nNodes 2 localRanks 4 "
+                         "localRank 1 MNNVL 0\n");
+  EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 1 << 17, dir.path()), "");
+  ScanOptions opts;
+  Analysis an = Analyze(Rules(), {b, a}, opts);  // the use before the Init line
+  const std::string json = RenderJson(*an.state, an.diagnosis);
+  EXPECT_EQ(json.find("ptr:"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"id\":\"0x1bd2e90488c35ff3\",\"nranks\":8"), std::string::npos) << json;
+}
+
 // The determinism property on real lines: runs of lines of the real corpus
 // cases, shuffled between 2-5 files, at random chunk sizes, give the same JSON
 // at -j1, at -j4 and as one partial per file merged in reverse.

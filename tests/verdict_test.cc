@@ -69,7 +69,9 @@ TEST_P(Verdict, StatusAndPrimary) {
   EXPECT_EQ(a.diagnosis.status, row.status);
   const Finding* p = a.diagnosis.primary >= 0 ? &a.diagnosis.findings[a.diagnosis.primary] : nullptr;
   EXPECT_EQ(p ? p->rule_id : "", row.primary);
-  if (p) EXPECT_EQ(Ranks(p->suspect_ranks), row.suspects);
+  if (p) {
+    EXPECT_EQ(Ranks(p->suspect_ranks), row.suspects);
+  }
 }
 
 const std::string kSegv = "[node-a:102:0:102] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n";

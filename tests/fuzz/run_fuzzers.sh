@@ -28,11 +28,10 @@ for c in case-torch-oom-rank3-torchrun real-dev-shm-exhausted-2node-socket fr-mi
     tail -c +19 "$WORK/$c.partial" | zstd -dq >"$WORK/partial/$c"
 done
 status=0
-# determinism_fuzz (scan at -j1 / -j4 / one partial per file merged) is built but not
-# run here yet: it still finds scan != merge across files where a communicator's
-# pointer is named in one file and used in another (open in the reliability issue).
-# Run it by hand: build-fuzz/tests/fuzz/determinism_fuzz -max_total_time=60 SEEDS
-for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr partial_fuzz:partial; do
+# determinism_fuzz scans each input at -j1, at -j4 and as one partial per file
+# merged (tests/differential.h): any difference in the JSON is a crash. Its seeds
+# are the corpus lines, as line_parser_fuzz's.
+for f in line_parser_fuzz:lines docker_json_fuzz:json rule_loader_fuzz:yaml flight_recorder_fuzz:fr partial_fuzz:partial determinism_fuzz:lines; do
   name=${f%%:*}
   seeds=$WORK/${f##*:}
   reg="$ROOT/tests/fuzz/regressions/$name"
