@@ -238,6 +238,7 @@ struct Counters {
   uint64_t bad_numbers = 0;          // lines with a rank or count too large to be one (ParsedLine::bad_number)
   uint64_t over_comm_cap = 0;        // lines of communicators past kMaxComms (not tracked)
   uint64_t over_key_cap = 0;         // values of keyed facts past kMaxKeysPerFact keys (dropped)
+  uint64_t over_fr_entry_cap = 0;    // Flight Recorder entries not kept (HoldFlightRecorder)
 
   // Calls f on every counter, in one fixed order (partials store them in it).
   template <typename Self, typename F>
@@ -246,7 +247,8 @@ struct Counters {
     f(c.lines);
     for (auto& v : c.family_lines) f(v);
     for (auto* v : {&c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines, &c.glued_lines,
-                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers, &c.over_comm_cap, &c.over_key_cap}) {
+                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers, &c.over_comm_cap, &c.over_key_cap,
+                    &c.over_fr_entry_cap}) {
       f(*v);
     }
   }
@@ -335,7 +337,10 @@ class JobState {
   // The scanner notes it for a chunk before applying the chunk's lines.
   void NoteLabelsNotRanks(int file) { labels_not_ranks_.insert(file); }
   // Flight Recorder dumps read among the inputs (whole files, not lines).
-  void AddFlightRecorder(FrFile f) { flight_recorders_.push_back(std::move(f)); }
+  // Holds a dump read after those held, under the total bound of entries.
+  void AddFlightRecorder(FrFile f) {
+    counters_.over_fr_entry_cap += HoldFlightRecorder(&flight_recorders_, &fr_entries_held_, std::move(f));
+  }
   const std::vector<FrFile>& flight_recorders() const { return flight_recorders_; }
   std::set<std::string> Hosts() const;
   // The live subject that subject `s` was merged into (s itself if live).
@@ -405,6 +410,7 @@ class JobState {
   std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
   std::vector<FrFile> flight_recorders_;
+  size_t fr_entries_held_ = 0;
   // Files where an srun label and an explicit [rankN] on one line disagree:
   // there the labels are node (task) numbers, not ranks.
   std::set<int> labels_not_ranks_;

@@ -209,7 +209,7 @@ void JobState::Absorb(JobState&& b) {
     if (a.result.empty()) a.result = std::move(bf.result);
   }
 
-  for (auto& fr : b.flight_recorders_) flight_recorders_.push_back(std::move(fr));
+  for (auto& fr : b.flight_recorders_) AddFlightRecorder(std::move(fr));
   for (int f : b.labels_not_ranks_) labels_not_ranks_.insert(f + file_off);
   for (const auto& c : b.identity_conflicts_) NoteConflict(c);
 

@@ -324,6 +324,7 @@ void Get(WireReader* r, FrFile* f) {
     st.last_completed = r->I();
   }
   n = r->Count();
+  if (n > kMaxFrEntriesPerDump) r->Fail();  // more than a scan keeps
   for (size_t i = 0; i < n && r->ok(); ++i) {
     FrEntry& e = d.entries.emplace_back();
     e.record_id = r->I();
@@ -604,8 +605,8 @@ bool JobState::Decode(WireReader* r) {
   GetStrings(r, &identity_conflicts_);
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) {
-    const FrFile& f = flight_recorders_.emplace_back();
-    Get(r, &flight_recorders_.back());
+    FrFile f;
+    Get(r, &f);
     // A dump's ranks are ints (the Flight Recorder reader takes up to INT32_MAX).
     if (f.rank < -1) r->Fail();
     for (const auto& pg : f.dump.pg_config) {
@@ -613,6 +614,8 @@ bool JobState::Decode(WireReader* r) {
         if (rk < 0) r->Fail();
       }
     }
+    // Held as a scan holds them; entries past the bound are more than a scan keeps.
+    if (r->ok() && HoldFlightRecorder(&flight_recorders_, &fr_entries_held_, std::move(f)) != 0) r->Fail();
   }
   n = r->Count();
   for (size_t i = 0; i < n && r->ok(); ++i) labels_not_ranks_.insert(r->Index(0, l.files));

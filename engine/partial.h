@@ -45,7 +45,7 @@
 
 namespace ncclscan {
 
-inline constexpr uint64_t kPartialVersion = 1;
+inline constexpr uint64_t kPartialVersion = 2;
 
 // Appends values to a byte string (the encodings above).
 class WireWriter {

@@ -232,7 +232,8 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.BeginObject();
   for (const auto& [name, cap, over] : {std::tuple<const char*, size_t, uint64_t>{"processes_and_ranks", kMaxSubjects, c.over_subject_cap},
                                         {"communicators", kMaxComms, c.over_comm_cap},
-                                        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap}}) {
+                                        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap},
+                                        {"flight_recorder_entries", kMaxFrEntriesHeld, c.over_fr_entry_cap}}) {
     j.Key(name);
     j.BeginObject();
     j.KVInt("cap", static_cast<int64_t>(cap));
@@ -577,6 +578,11 @@ std::vector<std::string> LimitNotes(const JobState& st) {
   if (c.over_key_cap) {
     notes.push_back(fmt::format("limit: {} value(s) of keyed facts past {} keys on one process were dropped",
                                 c.over_key_cap, kMaxKeysPerFact));
+  }
+  if (c.over_fr_entry_cap) {
+    notes.push_back(fmt::format("limit: {} older Flight Recorder entries were not kept (each dump keeps its newest {}; "
+                                "past {} entries held, its newest {})",
+                                c.over_fr_entry_cap, kMaxFrEntriesPerDump, kMaxFrEntriesHeld, kFrEntriesPastBound));
   }
   return notes;
 }

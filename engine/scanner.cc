@@ -216,6 +216,8 @@ class ChunkReader {
   const SkippedInputs& skipped() const { return skipped_; }
   // The Flight Recorder dumps read, in input order (for JobState after the pipeline).
   std::vector<FrFile>& dumps() { return dumps_; }
+  // Flight Recorder entries not kept under the bound (HoldFlightRecorder).
+  uint64_t fr_dropped() const { return fr_dropped_; }
 
   // Fills c with the next chunk; returns false at the end of all input.
   bool Next(Chunk* c) {
@@ -324,7 +326,7 @@ class ChunkReader {
       Fail(err);
       return;
     }
-    dumps_.push_back(std::move(f));
+    fr_dropped_ += HoldFlightRecorder(&dumps_, &fr_held_, std::move(f));
   }
 
   // The current member is done; after a read error, so is its input unless
@@ -444,6 +446,8 @@ class ChunkReader {
   std::vector<uint64_t> bytes_;
   std::vector<std::string> errors_;
   std::vector<FrFile> dumps_;
+  size_t fr_held_ = 0;
+  uint64_t fr_dropped_ = 0;
   size_t sent_ = 0;                 // names_ handed to chunks so far
   SkippedInputs skipped_;
   size_t next_input_ = 0;
@@ -879,6 +883,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
     f.error = reader.error(i);
   }
   state->skipped().Merge(reader.skipped());
+  state->counters().over_fr_entry_cap += reader.fr_dropped();
   for (FrFile& d : reader.dumps()) state->AddFlightRecorder(std::move(d));
   uint64_t bytes = 0;
   for (const auto& f : state->files()) bytes += f.bytes;

@@ -168,8 +168,11 @@ class Mapper {
     PyKind k = t_.kind(l);
     if (k != PyKind::kList && k != PyKind::kTuple) return NotA("'entries'", "list", err);
     const auto& it = Items(l);
-    out_->entries.reserve(std::min<size_t>(it.size(), 4096));
-    for (size_t i = 0; i < it.size(); ++i) {
+    // The newest entries only (the list is oldest first).
+    const size_t first = it.size() > kMaxFrEntriesPerDump ? it.size() - kMaxFrEntriesPerDump : 0;
+    out_->entries_dropped = first;
+    out_->entries.reserve(std::min<size_t>(it.size() - first, 4096));
+    for (size_t i = first; i < it.size(); ++i) {
       if (OverWork(err)) return false;
       uint32_t e = it[i];
       if (t_.kind(e) != PyKind::kDict) return NotA("entry " + std::to_string(i), "dict", err);
@@ -536,6 +539,21 @@ bool ParseFlightRecorder(std::string_view bytes, FrDump* out, std::string* err) 
   if (!JsonToTree(root, 0, &tree, &r, err)) return false;
   tree.set_root(r);
   return Mapper(tree, out).Map(err);
+}
+
+uint64_t HoldFlightRecorder(std::vector<FrFile>* dumps, size_t* held, FrFile f) {
+  std::vector<FrEntry>& e = f.dump.entries;
+  uint64_t dropped = f.dump.entries_dropped;
+  f.dump.entries_dropped = 0;
+  const size_t keep = *held >= kMaxFrEntriesHeld ? kFrEntriesPastBound : kMaxFrEntriesPerDump;
+  if (e.size() > keep) {
+    dropped += e.size() - keep;
+    e.erase(e.begin(), e.end() - static_cast<std::ptrdiff_t>(keep));
+    e.shrink_to_fit();
+  }
+  *held += e.size();
+  dumps->push_back(std::move(f));
+  return dropped;
 }
 
 int RankFromDumpName(std::string_view path) {

@@ -56,6 +56,7 @@ struct FrDump {
   std::map<std::string, FrProcessGroup> pg_config;  // by pg name
   std::map<std::string, FrPgStatus> pg_status;      // by pg id
   std::vector<FrEntry> entries;      // oldest first
+  uint64_t entries_dropped = 0;      // older entries past kMaxFrEntriesPerDump, not kept
 };
 
 // A dump as read from one input file: its path, the global rank (from the file
@@ -70,6 +71,22 @@ struct FrFile {
 // included. ParseFlightRecorder rejects larger input, and the memory its
 // result takes is held under the same bound.
 inline constexpr size_t kMaxFlightRecorderBytes = size_t{256} << 20;
+
+// Entries held, whatever the input: a dump keeps its newest
+// kMaxFrEntriesPerDump (a ring buffer is ~2000; the newest are those around a
+// hang); once the dumps before it hold kMaxFrEntriesHeld, a dump keeps only its
+// newest kFrEntriesPastBound. Memory then grows by a few KiB a dump, not by
+// its size (20 crafted 1 KiB dumps of 600 k entries each held 4.5 GB).
+inline constexpr size_t kMaxFrEntriesPerDump = 20000;
+inline constexpr size_t kMaxFrEntriesHeld = size_t{1} << 16;
+inline constexpr size_t kFrEntriesPastBound = 16;
+
+// Appends `f` to `dumps` (in input order) under the bound above; *held is the
+// number of entries `dumps` holds. Returns the entries `f` lost, those dropped
+// when it was parsed included (then cleared: holding a held dump again, as a
+// merge does, drops only what the bound now asks). Scan and merge hold dumps
+// through this one function, so they keep the same entries.
+uint64_t HoldFlightRecorder(std::vector<FrFile>* dumps, size_t* held, FrFile f);
 
 // Whether the first bytes are a pickle of protocol 2 or later (0x80 PROTO):
 // never a log, whatever it holds.

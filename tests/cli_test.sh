@@ -41,7 +41,7 @@ PLAN=(
   write_error_dev_full write_error_closed_pipe markdown_escapes_hostile_input ranks_table
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
-  merge_memory_is_bounded merge_rejects_values_a_scan_never_makes
+  merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
 )
 pass=0
 fail=0
@@ -812,10 +812,10 @@ n = 3_000_000
 state = (U(1) + S(b'x.log') + U(1) + U(1) + S(b'') + U(1) + U(1) + S(b'') + U(1)  # one file
          + U(0) + U(0) + U(0) + U(0)                                               # skipped, origins
          + U(n) + (b'\x00\x01\x01\x00' + b'\x00' * 8) * n)                        # n empty subjects
-state += U(0) * 13 + U(0) * 16                                                     # the rest, counters
+state += U(0) * 13 + U(0) * 17                                                     # the rest, counters
 out = S(sig) + S(writer) + U(0) + U(1) + S(b'x.log') + S(state)
 z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
-open(sys.argv[2], 'wb').write(MAGIC + U(1) + z)
+open(sys.argv[2], 'wb').write(MAGIC + raw[len(MAGIC):len(MAGIC) + 1] + z)
 PY
 check merge_memory_is_bounded 2 /usr/bin/time -f '%M' -o "$T/rss" "$NS" merge "$T/bomb.part"
 expect rss_below 262144
@@ -858,15 +858,33 @@ for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
                + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0)
                + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
     state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1)
-             + U(0) * 4 + U(0) + U(0) * 6 + U(1) + finding + U(0) * 6 + U(0) * 16)
+             + U(0) * 4 + U(0) + U(0) * 6 + U(1) + finding + U(0) * 6 + U(0) * 17)
     out = S(sig) + S(writer) + U(0) + U(1) + S('x.log') + S(state)
     z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
-    open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + U(1) + z)
+    open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + raw[len(MAGIC):len(MAGIC) + 1] + z)
 PY
 check merge_rejects_values_a_scan_never_makes 2 "$NS" merge --format json "$T/neg.part"
 expect err_has "^ncclscan: error: $T/neg.part: corrupt partial"
 also_run 0 "$NS" merge --format json --fail-on never "$T/pos.part"
 expect json_eq '[(f["count"], f["evidence"][0]["line"]) for f in d["findings"]]' '[(5, 7)]'
+end
+
+# Flight Recorder entries held have a total bound (repro e4): 20 dumps of 1 KiB
+# of .gz, each a list of 600 k entries sharing one dict through the pickle memo,
+# held 4.5 GB; each now keeps its newest entries, and the rest are counted.
+mkdir -p "$T/fr-bomb"
+"$PY" - "$T/fr-bomb" <<'PY'
+import gzip, sys
+def su(s):
+    b = s.encode(); return b'\x8c' + bytes([len(b)]) + b
+body = (b'\x80\x02}q\x00(' + su('version') + su('2.4') + su('entries') + b']q\x01(' + b'}q\x02'
+        + b'h\x02' * (600000 - 1) + b'e' + b'u.')
+for i in range(20):
+    with gzip.open(f'{sys.argv[1]}/nccl_trace_rank_{i}.gz', 'wb', compresslevel=9) as f: f.write(body)
+PY
+check flight_recorder_memory_is_bounded 0 /usr/bin/time -f '%M' -o "$T/rss" "$NS" --format json "$T/fr-bomb"
+expect rss_below 262144
+expect json_eq 'd["input"]["limits"]["flight_recorder_entries"]["over"]' 11919744
 end
 
 head -c 40 "$T/p1.partial" >"$T/cut.partial"

@@ -466,9 +466,43 @@ TEST(FlightRecorder, LargeGenuineDumpIsRead) {
   FrDump d;
   std::string err;
   ASSERT_TRUE(ParseFlightRecorder(json, &d, &err)) << err;
-  ASSERT_EQ(d.entries.size(), static_cast<size_t>(kEntries));
+  // The newest entries are kept, the older ones counted.
+  ASSERT_EQ(d.entries.size(), kMaxFrEntriesPerDump);
+  EXPECT_EQ(d.entries_dropped, kEntries - kMaxFrEntriesPerDump);
+  EXPECT_EQ(d.entries.front().collective_seq_id, kEntries - static_cast<int64_t>(kMaxFrEntriesPerDump) + 1);
   EXPECT_EQ(d.entries.back().collective_seq_id, kEntries);
   EXPECT_EQ(d.entries.back().top_frame, "all_reduce (/x/distributed_c10d.py:2501)");
+}
+
+// The entries held have a total bound: past kMaxFrEntriesHeld a dump keeps its
+// newest few, and holding the dumps again (as a merge does) drops nothing more.
+TEST(FlightRecorder, EntriesHeldAreBounded) {
+  auto dump = [](int entries) {
+    FrFile f;
+    for (int i = 0; i < entries; ++i) f.dump.entries.emplace_back().collective_seq_id = i + 1;
+    return f;
+  };
+  std::vector<FrFile> held;
+  size_t total = 0;
+  uint64_t dropped = 0;
+  const int n = static_cast<int>(kMaxFrEntriesHeld / kMaxFrEntriesPerDump) + 3;
+  for (int i = 0; i < n; ++i) dropped += HoldFlightRecorder(&held, &total, dump(kMaxFrEntriesPerDump + 5));
+  ASSERT_EQ(held.size(), static_cast<size_t>(n));
+  EXPECT_EQ(held[0].dump.entries.size(), kMaxFrEntriesPerDump);
+  EXPECT_EQ(held[0].dump.entries.front().collective_seq_id, 6);
+  EXPECT_EQ(held.back().dump.entries.size(), kFrEntriesPastBound);
+  EXPECT_EQ(held.back().dump.entries.back().collective_seq_id, static_cast<int64_t>(kMaxFrEntriesPerDump) + 5);
+  EXPECT_LT(total, kMaxFrEntriesHeld + kMaxFrEntriesPerDump);
+  size_t kept = 0;
+  for (const auto& f : held) kept += f.dump.entries.size();
+  EXPECT_EQ(kept, total);
+  EXPECT_EQ(dropped + kept, static_cast<uint64_t>(n) * (kMaxFrEntriesPerDump + 5));
+  std::vector<FrFile> again;
+  size_t total2 = 0;
+  uint64_t dropped2 = 0;
+  for (auto& f : held) dropped2 += HoldFlightRecorder(&again, &total2, std::move(f));
+  EXPECT_EQ(dropped2, 0u);
+  EXPECT_EQ(total2, total);
 }
 
 TEST(FlightRecorder, LooksLike) {
