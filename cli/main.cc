@@ -305,6 +305,7 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   desc.add_options()("ranks", "");  // text and markdown: the per-rank table
   std::vector<std::string> globs;
   desc.add_options()("glob,g", po::value(&globs), "");  // ripgrep's -g: include/exclude files (repeatable)
+  desc.add_options()("hidden", "");                      // ripgrep's --hidden: walks read dot-files too
   desc.add_options()("help,h", "")("version", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
       "color", po::value(&color), "")("fail-on", po::value(&fail_on), "")("rules", po::value(&rule_dirs), "")(
       "disable", po::value(&disable), "")("verbose,v", "");
@@ -368,6 +369,7 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   }
   ScanOptions opts;
   opts.jobs = jobs;
+  opts.globs.set_hidden(vm.count("hidden") > 0);
   for (const auto& g : globs) {
     std::string err;
     if (!opts.globs.Add(g, &err)) {

@@ -299,7 +299,7 @@ Diagnosis Diagnose(const JobState& state) {
   // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
   // launcher output. Unreadable inputs make a clean result partial.
   const Counters& c = state.counters();
-  const uint64_t recognised = c.lines - c.family_lines[static_cast<int>(Family::kOther)];
+  const uint64_t recognised = c.recognised_lines();
   int unreadable = 0;
   for (const auto& file : state.files()) unreadable += !file.error.empty();
   // Flight Recorder dumps that were read are evidence too.

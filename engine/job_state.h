@@ -240,6 +240,14 @@ struct Counters {
   uint64_t over_key_cap = 0;         // values of keyed facts past kMaxKeysPerFact keys (dropped)
   uint64_t over_fr_entry_cap = 0;    // Flight Recorder entries not kept (HoldFlightRecorder)
 
+  // Lines recognised as NCCL, PyTorch or launcher output (blank lines and
+  // other text are not).
+  uint64_t recognised_lines() const {
+    uint64_t n = 0;
+    for (int i = 0; i < kNumFamilies; ++i) n += i == static_cast<int>(Family::kOther) ? 0 : family_lines[i];
+    return n;
+  }
+
   // Calls f on every counter, in one fixed order (partials store them in it).
   template <typename Self, typename F>
   static void Each(Self& c, F f) {

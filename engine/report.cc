@@ -93,7 +93,7 @@ void WriteFactValue(Json* j, const FactSpec& spec, const FactValue& v) {
 void WriteSkipped(Json* j, const SkippedInputs& sk) {
   j->Key("skipped");
   j->BeginObject();
-  for (const char* reason : {kSkipNotALog, kSkipBinary, kSkipDuplicate}) {
+  for (const char* reason : {kSkipNotALog, kSkipBinary, kSkipDuplicate, kSkipHidden}) {
     auto it = sk.count.find(reason);
     j->Key(reason);
     j->UInt(it == sk.count.end() ? 0 : it->second);
@@ -211,7 +211,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   }
   j.EndObject();
   j.Key("lines_recognised");
-  j.UInt(c.lines - c.family_lines[static_cast<int>(Family::kOther)]);
+  j.UInt(c.recognised_lines());
   j.Key("lines_matched");
   j.UInt(c.matched_lines);
   j.Key("lines_unparsed");

@@ -636,10 +636,12 @@ std::string SkippedInputs::Summary() const {
   part(kSkipNotALog, "non-log file", "non-log files");
   part(kSkipBinary, "binary file", "binary files");
   part(kSkipDuplicate, "duplicate", "duplicates");
+  part(kSkipHidden, "hidden file", "hidden files");
   std::string line = out.empty() ? "" : "skipped: " + out;
   auto not_a_log = count.find(kSkipNotALog);
   if (not_a_log != count.end())
     line += not_a_log->second == 1 ? "; use -g GLOB to include it" : "; use -g GLOB to include them";
+  if (count.count(kSkipHidden)) line += "; use --hidden to read hidden files";
   if (walk_errors) {
     line += (line.empty() ? "" : "; ") + std::to_string(walk_errors) + " path" + (walk_errors == 1 ? "" : "s") +
             " could not be read (see errors)";
@@ -807,7 +809,13 @@ class Walker {
     }
     std::vector<std::string> names;
     while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;  // ".", "..", hidden files
+      const std::string_view n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (n[0] == '.' && !globs_.hidden()) {
+        // Hidden, as in ripgrep: counted (a directory once), not read; --hidden reads it.
+        out_->skipped.Add(kSkipHidden, dir + (dir.back() == '/' ? "" : "/") + std::string(n));
+        continue;
+      }
       names.push_back(e->d_name);
     }
     closedir(d);

@@ -36,6 +36,7 @@ namespace ncclscan {
 inline constexpr const char* kSkipNotALog = "not_a_log";    // prose markdown, a JSON document
 inline constexpr const char* kSkipBinary = "binary";        // images, executables, other binaries
 inline constexpr const char* kSkipDuplicate = "duplicate";  // the same file reached again
+inline constexpr const char* kSkipHidden = "hidden";        // a dot-file or dot-directory met by a walk
 
 // Inputs left out of the scan and problems met while walking directories.
 // Bounded: counts are complete; the kMaxPaths smallest (reason, path) pairs are
@@ -78,6 +79,10 @@ class GlobFilter {
   bool Selects(std::string_view rel) const;
   // Whether a directory at `rel` is walked.
   bool Walks(std::string_view rel) const { return Match(rel) != Verdict::kExclude; }
+  // --hidden: walks read dot-files and enter dot-directories too (by default
+  // each is skipped and counted, as ripgrep skips them).
+  void set_hidden(bool hidden) { hidden_ = hidden; }
+  bool hidden() const { return hidden_; }
 
  private:
   struct Glob {
@@ -87,6 +92,7 @@ class GlobFilter {
   };
   std::vector<Glob> globs_;
   bool any_include_ = false;
+  bool hidden_ = false;
 };
 
 // A file to scan. One found by a walk (not named on the command line) is
@@ -104,7 +110,7 @@ struct ExpandedInputs {
 };
 
 // Expands paths: directories are walked recursively (sorted, symlinks followed,
-// loops detected, hidden entries skipped, globs and name hygiene applied),
+// loops detected, hidden entries skipped and counted unless globs.hidden(), globs and name hygiene applied),
 // files are kept, "-" is stdin. The result is sorted and each real file
 // (st_dev, st_ino) appears once, preferring a path reached without a symbolic
 // link, so output does not depend on argument order. Problems (missing path,

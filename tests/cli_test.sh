@@ -42,6 +42,7 @@ PLAN=(
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
   merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
+  hidden_files_are_counted blank_lines_are_not_recognised
 )
 pass=0
 fail=0
@@ -598,6 +599,28 @@ end
 mkdir -p "$T/emptydir"
 check empty_directory 2 "$NS" "$T/emptydir"
 expect err_has 'no readable input'
+end
+
+# Dot-files met by a walk are skipped and counted (a directory once), as
+# ripgrep does; --hidden reads them.
+mkdir -p "$T/dots/.cache"
+printf 'n1:7:9 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n' >"$T/dots/rank0.log"
+printf 'n1:7:9 [1] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer 10.0.0.2<5432>\n' >"$T/dots/.rank1.log"
+cp "$T/dots/rank0.log" "$T/dots/.cache/x.log"
+check hidden_files_are_counted 0 "$NS" --format json "$T/dots"
+expect json_eq 'd["input"]["skipped"]["hidden"]' 2
+expect json_eq '[f["path"].split("/")[-1] for f in d["input"]["files"]]' "['rank0.log']"
+also_run 1 "$NS" --format json --hidden "$T/dots"
+expect json_eq 'd["input"]["skipped"]["hidden"]' 0
+expect json_eq 'len(d["input"]["files"])' 3
+also_run 0 "$NS" --color never "$T/dots"
+expect out_has 'skipped: 2 hidden files .*; use --hidden to read hidden files'
+end
+
+# Blank lines are lines, but not recognised ones.
+printf '\n\n\nn1:7:9 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\n' >"$T/blank.log"
+check blank_lines_are_not_recognised 0 "$NS" --format json "$T/blank.log"
+expect json_eq '(d["input"]["lines"], d["input"]["lines_recognised"])' '(5, 1)'
 end
 
 gzip -c "$GOOD" >"$T/full.gz"
