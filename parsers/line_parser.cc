@@ -158,6 +158,18 @@ bool ParseHostPidTid(std::string_view tok, ParsedLine* line) {
   // A grep prefix glued in front ("rank3.log:12:host") leaves colons: keep the last part.
   size_t c0 = host.rfind(':');
   if (c0 != std::string_view::npos) host = host.substr(c0 + 1);
+  // So does the end of a line glued in front ("...10.0.0.1<0>h1:1:1"): a host
+  // name is letters, digits, '.', '-' and '_' (or a redaction placeholder,
+  // "<cluster_name>", kept whole).
+  if (!(host.front() == '<' && host.back() == '>')) {
+    for (size_t i = host.size(); i > 0; --i) {
+      const char ch = host[i - 1];
+      if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_') {
+        if (i < host.size()) host = host.substr(i);
+        break;
+      }
+    }
+  }
   if (host.empty()) return false;
   line->host = host;
   line->pid = p;
@@ -267,6 +279,17 @@ std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
     ParsedLine tmp;
     size_t h = HeaderStart(msg, k + 1, &tmp);
     if (h != std::string_view::npos && h > 0 && !tmp.host.empty()) {
+      // The second line starts at its host, or at the grep prefix before it
+      // ("rank3.log:12:host"): what comes before in the token ends the first
+      // line ("...eth0:10.0.0.1<0>" + "h1:1:1 [0] NCCL INFO ...").
+      const size_t host_end = static_cast<size_t>(tmp.host.data() - msg.data()) + tmp.host.size();
+      for (size_t i = host_end; i > h; --i) {
+        const char ch = msg[i - 1];
+        if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_' && ch != ':' && ch != '/') {
+          h = i;
+          break;
+        }
+      }
       *rest = msg.substr(h);
       return TrimSpace(msg.substr(0, h));
     }

@@ -217,6 +217,12 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
   while (i < n && s[i] != ':' && s[i] != ' ' && s[i] != '/' && s[i] != '\t') ++i;
   if (i == 0 || i >= n || s[i] != ':') return false;
   const size_t host_len = i;
+  // A host name is letters, digits, '.', '-' and '_': anything else is the end
+  // of a line glued in front, for the general parse (ParseHostPidTid) to cut.
+  for (size_t k = 0; k < host_len; ++k) {
+    const char ch = s[k];
+    if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_') return false;
+  }
   int64_t num[2];
   for (int part = 0; part < 2; ++part) {
     size_t d = ++i;

@@ -28,7 +28,7 @@ ByteScan ScanBytesReference(std::string_view s);
 // Removes ANSI SGR sequences (also without their ESC byte: a stray "[0m").
 std::string_view StripAnsi(std::string_view s, Arena* arena);
 
-// "host:pid:tid " at the very start (host without blanks, '/' or ':'): a bare
+// "host:pid:tid " at the very start (host of letters, digits, '.', '-', '_'): a bare
 // NCCL line, no wrapper to strip. Fills *np (pid/tid -1 when too long to be numbers).
 struct NcclProcess {
   size_t host_len = 0;

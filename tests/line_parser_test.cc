@@ -215,6 +215,28 @@ TEST(LineParser, SplitsTwoGluedNcclLines) {
   EXPECT_TRUE(rest2.empty());
 }
 
+// Glued without a blank, the second line starts at its host name: the end of
+// the first ("...<0>") is neither a host nor a process of its own; a redaction
+// placeholder host ("<cluster_name>") is kept whole.
+TEST(LineParser, GluedWithoutABlankSplitsAtTheHostName) {
+  LineParser parser;
+  Arena arena;
+  ParsedLine a, b, c, d;
+  std::string_view rest, rest2;
+  std::string raw = "h1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>h1:1:1 [0] NCCL INFO Using network IB";
+  parser.Parse(raw, &arena, &a, &rest);
+  EXPECT_EQ(a.message, "Bootstrap : Using eth0:10.0.0.1<0>");
+  ASSERT_EQ(rest, "h1:1:1 [0] NCCL INFO Using network IB");
+  parser.Parse(rest, &arena, &b, &rest2);
+  EXPECT_EQ(b.host, "h1");
+  std::string_view r3;
+  parser.Parse("x<1>h2:7:8 [0] NCCL INFO Using network IB", &arena, &c, &r3);
+  EXPECT_EQ(c.host, "h2");
+  EXPECT_EQ(c.pid, 7);
+  parser.Parse("<cluster_name>:7:8 [0] NCCL INFO Using network IB", &arena, &d, &r3);
+  EXPECT_EQ(d.host, "<cluster_name>");
+}
+
 // Regression: ParseEach reported an empty physical line as one "other" line,
 // which changed the per-family counts.
 TEST(LineParser, ParseEachSkipsEmptyLinesAndInheritsHintsAcrossGluedPieces) {

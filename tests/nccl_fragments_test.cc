@@ -36,7 +36,9 @@ TEST_P(HeaderlessTable, Parses) {
   std::string_view rest;
   parser.Parse(c.raw, &arena, &pl, &rest);
   EXPECT_EQ(std::string(FamilyName(pl.family)), FamilyName(c.family)) << c.raw;
-  if (c.message) EXPECT_EQ(std::string(pl.message), c.message) << c.raw;
+  if (c.message) {
+    EXPECT_EQ(std::string(pl.message), c.message) << c.raw;
+  }
   EXPECT_EQ(static_cast<int>(pl.level), static_cast<int>(c.level)) << c.raw;
   EXPECT_EQ(pl.rank_hint, c.rank_hint) << c.raw;
   EXPECT_EQ(pl.bad_number, c.bad_number) << c.raw;
