@@ -441,12 +441,23 @@ static int Dispatch(int argc, char** argv) {
     if (argc >= 2) {
       std::string cmd = argv[1];
       std::vector<std::string> rest(argv + 2, argv + argc);
-      if (cmd == "rules") return CmdRules(rest);
-      if (cmd == "explain") return CmdExplain(rest);
-      if (cmd == "test") return CmdTest(rest);
-      if (cmd == "scan") return CmdScan(argc - 1, argv + 1);
-      if (cmd == "partial") return CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
-      if (cmd == "merge") return CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
+      int rc = -1;
+      if (cmd == "rules") rc = CmdRules(rest);
+      else if (cmd == "explain") rc = CmdExplain(rest);
+      else if (cmd == "test") rc = CmdTest(rest);
+      else if (cmd == "scan") rc = CmdScan(argc - 1, argv + 1);
+      else if (cmd == "partial") rc = CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
+      else if (cmd == "merge") rc = CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
+      if (rc < 0) return CmdScan(argc, argv);
+      // A command's name that is also a path here ("ncclscan test" beside a
+      // test/ directory) runs the command; when it fails, say how to scan the path.
+      struct stat st;
+      if (rc == kExitError && cmd != "scan" && stat(cmd.c_str(), &st) == 0) {
+        std::cerr << "ncclscan: note: '" << cmd << "' is a command; to scan the "
+                  << (S_ISDIR(st.st_mode) ? "directory" : "file") << " named " << cmd << ", run 'ncclscan ./" << cmd
+                  << "'\n";
+      }
+      return rc;
     }
     return CmdScan(argc, argv);
   } catch (const po::error& e) {

@@ -42,7 +42,7 @@ PLAN=(
   partial_merge_equals_scan partial_needs_output merge_rejects_a_log merge_rejects_truncated_partial
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
   merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
-  hidden_files_are_counted blank_lines_are_not_recognised
+  hidden_files_are_counted blank_lines_are_not_recognised command_name_that_is_also_a_path
 )
 pass=0
 fail=0
@@ -615,6 +615,16 @@ expect json_eq 'd["input"]["skipped"]["hidden"]' 0
 expect json_eq 'len(d["input"]["files"])' 3
 also_run 0 "$NS" --color never "$T/dots"
 expect out_has 'skipped: 2 hidden files .*; use --hidden to read hidden files'
+end
+
+# 'ncclscan test' beside a test/ directory runs the command; when it fails,
+# stderr says how to scan the directory instead.
+mkdir -p "$T/cwd/test"
+cp "$GOOD" "$T/cwd/test/rank0.log"
+check command_name_that_is_also_a_path 2 sh -c 'cd "$1" && exec "$2" test' - "$T/cwd" "$NS"
+expect err_has "note: 'test' is a command; to scan the directory named test, run 'ncclscan ./test'"
+also_run 1 sh -c 'cd "$1" && exec "$2" ./test' - "$T/cwd" "$NS"
+expect out_has 'Connection refused'
 end
 
 # Blank lines are lines, but not recognised ones.
