@@ -449,10 +449,11 @@ static int Dispatch(int argc, char** argv) {
       else if (cmd == "partial") rc = CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
       else if (cmd == "merge") rc = CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
       if (rc < 0) return CmdScan(argc, argv);
-      // A command's name that is also a path here ("ncclscan test" beside a
-      // test/ directory) runs the command; when it fails, say how to scan the path.
+      // A command's name alone that is also a path here ("ncclscan test"
+      // beside a test/ directory) runs the command; when it fails, say how to
+      // scan the path.
       struct stat st;
-      if (rc == kExitError && cmd != "scan" && stat(cmd.c_str(), &st) == 0) {
+      if (rc == kExitError && argc == 2 && cmd != "scan" && stat(cmd.c_str(), &st) == 0) {
         std::cerr << "ncclscan: note: '" << cmd << "' is a command; to scan the "
                   << (S_ISDIR(st.st_mode) ? "directory" : "file") << " named " << cmd << ", run 'ncclscan ./" << cmd
                   << "'\n";

@@ -83,6 +83,9 @@ class RuleLoader {
 
 std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, std::string>& sources);
 
+// LoadRules renders at most this many diagnostics, then how many more there were.
+inline constexpr size_t kMaxRenderedDiagnostics = 50;
+
 // Convenience: the built-in rules plus optional user directories, less the
 // rules in `disable`. On failure returns null and writes rendered diagnostics
 // to *errors. `examples`: check every rule's examples; with false they are

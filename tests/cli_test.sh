@@ -43,6 +43,7 @@ PLAN=(
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
   merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
   hidden_files_are_counted blank_lines_are_not_recognised command_name_that_is_also_a_path
+  many_broken_rules_are_summarised
 )
 pass=0
 fail=0
@@ -152,6 +153,7 @@ trap on_exit EXIT
 out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
 no_err() { [ ! -s "$T/err" ] || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
+err_lacks() { ! grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 is_json() {
   "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null ||
     { why="stdout: $(snippet "$T/out")"; return 1; }
@@ -382,6 +384,16 @@ mkdir -p "$T/deep"
 "$PY" -c 'print("rules: " + "[" * 100 + "]" * 100)' >"$T/deep/x.yaml"
 check rule_file_too_deep 2 "$NS" rules --check "$T/deep"
 expect err_has 'x.yaml:1:71: error: YAML nested deeper than 64 levels \[E-YAML-TOO-DEEP\]'
+end
+# 10,000 broken rules: the first 50 problems are rendered, then a count.
+mkdir -p "$T/manybad"
+"$PY" -c '
+print("rules:")
+for i in range(10000): print(f"  - id: BAD-{i}\n    kind: line\n    severity: error")' >"$T/manybad/x.yaml"
+check many_broken_rules_are_summarised 2 "$NS" rules --check "$T/manybad"
+expect err_has '^\.\.\. and [0-9]* more problem(s): [0-9]* in 1 file(s); fix these first$'
+expect err_lacks "is a command"
+also_run 0 sh -c '"$1" --rules "$2" "$3" 2>&1 | wc -c | grep -qx "[0-9]\{1,5\}"' - "$NS" "$T/manybad" "$GOOD"
 end
 mkdir -p "$T/bigfile"
 "$PY" -c 'print("# " + "x" * (5 << 20))' >"$T/bigfile/x.yaml"
