@@ -322,7 +322,7 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
 }
 
 
-void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out) {
+void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors) {
   bool any = false;
   for (const CompiledCorrelation& c : state.rules().correlations()) any |= c.spec.kind.value == "collective";
   if (!any) return;
@@ -334,12 +334,19 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out) {
     }
     model.AddDump(f, file);
   }
-  model.AddCollTrace(state);
-  model.AddWatchdog(state);
+  bool built = true;
+  RunGuarded("collective model", errors, [&] {
+    built = false;
+    model.AddCollTrace(state);
+    model.AddWatchdog(state);
+    built = true;
+  });
+  if (!built) return;
   Checks x{state, model, out};
   for (const CompiledCorrelation& c : state.rules().correlations()) {
     if (c.spec.kind.value != "collective" || !c.spec.enabled) continue;
     const std::string& k = c.spec.check.value;
+    RunGuarded(c.spec.id.value, errors, [&] {
     if (k == "never_joined") x.NeverJoined(c);
     else if (k == "missing_dump") x.MissingDump(c);
     else if (k == "behind") x.Behind(c);
@@ -355,6 +362,7 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out) {
     }
     else if (k == "straggler") x.Straggler(c);
     else if (k == "stopped") x.Stopped(c);
+    });
   }
 }
 

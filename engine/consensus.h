@@ -135,7 +135,7 @@ class CollectiveModel {
 
 // Builds the model from `state` and runs every enabled `collective`
 // correlation of the rule set, appending its findings.
-void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out);
+void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors = nullptr);
 
 }  // namespace ncclscan
 

@@ -684,21 +684,24 @@ void PeerMap(Ctx& x) {
 
 }  // namespace
 
-void RunCorrelations(const JobState& state, std::vector<Finding>* out) {
+void RunCorrelations(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors) {
   std::vector<int> live = state.LiveSubjects();
   for (const CompiledCorrelation& c : state.rules().correlations()) {
     Ctx x{state, c, out, live};
     const std::string& k = c.spec.kind.value;
-    if (k == "consensus") Consensus(x);
-    else if (k == "condition") ConditionKind(x);
-    else if (k == "absence") Absence(x);
-    else if (k == "missing_ranks") MissingRanks(x);
-    else if (k == "extreme") Extreme(x);
-    else if (k == "first_in_time") FirstInTime(x);
-    else if (k == "peer_map") PeerMap(x);
+    if (k == "collective") continue;  // below
+    RunGuarded(c.spec.id.value, errors, [&] {
+      if (k == "consensus") Consensus(x);
+      else if (k == "condition") ConditionKind(x);
+      else if (k == "absence") Absence(x);
+      else if (k == "missing_ranks") MissingRanks(x);
+      else if (k == "extreme") Extreme(x);
+      else if (k == "first_in_time") FirstInTime(x);
+      else if (k == "peer_map") PeerMap(x);
+    });
   }
   // Kind `collective`: the checks of the consensus model, all over one model.
-  RunCollectiveChecks(state, out);
+  RunCollectiveChecks(state, out, errors);
 }
 
 }  // namespace ncclscan

@@ -19,7 +19,8 @@ namespace ncclscan {
 
 // Appends one Finding per correlation hit, in the order of the rule set's
 // correlations (enabled ones only).
-void RunCorrelations(const JobState& state, std::vector<Finding>* out);
+// A correlation that throws is recorded in *errors (RunGuarded), the others run.
+void RunCorrelations(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors = nullptr);
 
 }  // namespace ncclscan
 

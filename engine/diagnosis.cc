@@ -213,11 +213,33 @@ void MergeSameProblem(std::vector<Finding>* fs) {
 
 }  // namespace
 
+namespace {
+std::string& InjectedFault() {
+  static std::string what;
+  return what;
+}
+}  // namespace
+
+void InjectStepFaultForTesting(const std::string& what) { InjectedFault() = what; }
+
+void RunGuarded(const std::string& what, std::vector<std::string>* errors, const std::function<void()>& step) {
+  if (!errors) {
+    step();
+    return;
+  }
+  try {
+    if (!InjectedFault().empty() && InjectedFault() == what) throw std::out_of_range("injected fault");
+    step();
+  } catch (const std::exception& e) {
+    errors->push_back(what + ": " + e.what());
+  }
+}
+
 Diagnosis Diagnose(const JobState& state) {
   Diagnosis d;
   std::vector<Finding>& fs = d.findings;
-  LineFindings(state, &fs);
-  RunCorrelations(state, &fs);
+  RunGuarded("line findings", &d.internal_errors, [&] { LineFindings(state, &fs); });
+  RunCorrelations(state, &fs, &d.internal_errors);
 
   // Causality: a finding that explains another turns it into a cascade.
   const RuleSet& rules = state.rules();
@@ -307,6 +329,8 @@ Diagnosis Diagnose(const JobState& state) {
     d.status = "unknown";
   }
   if ((d.status == "ok" || d.status == "unknown") && unreadable > 0) d.status = "partial";
+  // A check that could not run leaves "no problem found" unproven.
+  if (d.status == "ok" && !d.internal_errors.empty()) d.status = "partial";
   RefineStatus(&d, fs);
   if (d.primary >= 0) fs[d.primary].primary = true;
   if (d.primary >= 0) {
@@ -319,6 +343,9 @@ Diagnosis Diagnose(const JobState& state) {
     d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
   } else if (d.status == "unknown") {
     d.headline = "nothing recognised: no NCCL or PyTorch distributed lines (was NCCL_DEBUG=INFO set?)";
+  } else if (d.status == "partial" && unreadable == 0) {
+    d.headline = fmt::format("no problem found, but {} check{} could not run (internal error)",
+                             d.internal_errors.size(), d.internal_errors.size() == 1 ? "" : "s");
   } else if (d.status == "partial") {
     d.headline = fmt::format("no problem found in what could be read; {} input{} could not be read", unreadable,
                              unreadable == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #ifndef NCCLSCAN_ENGINE_DIAGNOSIS_H_
 #define NCCLSCAN_ENGINE_DIAGNOSIS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,18 @@ struct Diagnosis {
   std::string status;
   std::string headline;
   std::string job_id;             // --job-id, echoed in the JSON
+  // Checks that broke an invariant ("CONSENSUS-BEHIND: map::at"): each is
+  // named here and the rest of the diagnosis is kept (RunGuarded).
+  std::vector<std::string> internal_errors;
 };
+
+// Runs one step of the analysis (a correlation, a check, the line findings).
+// An exception from it (an invariant broken: .at() out of range, bad_alloc) is
+// recorded in *errors as "<what>: <message>" and the other steps go on; with
+// errors null it propagates.
+void RunGuarded(const std::string& what, std::vector<std::string>* errors, const std::function<void()>& step);
+// Tests: RunGuarded throws in the step named `what` ("" = none).
+void InjectStepFaultForTesting(const std::string& what);
 
 Diagnosis Diagnose(const JobState& state);
 

@@ -426,6 +426,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   }
   j.EndArray();
   j.KVInt("findings_omitted", static_cast<int64_t>(findings_omitted));
+  j.Key("internal_errors");
+  j.BeginArray();
+  for (const auto& e : d.internal_errors) j.String(e);
+  j.EndArray();
   j.EndObject();
   j.str() += '\n';
   return j.str();
@@ -562,6 +566,10 @@ size_t EndColumn(const std::string& wrapped, size_t first_col) {
 // The one line a run without problems gets: what was healthy.
 // What the state's bounds left out (JobState: kMaxSubjects, kMaxComms,
 // kMaxKeysPerFact), a line each; none when the input stayed within them.
+std::string InternalErrorNote(const std::string& e) {
+  return "internal error in " + e + ": that check did not run; the rest of the diagnosis stands (please report this)";
+}
+
 std::vector<std::string> LimitNotes(const JobState& st) {
   const Counters& c = st.counters();
   std::vector<std::string> notes;
@@ -663,6 +671,9 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
     out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
   }
   for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
+  for (const auto& e : d.internal_errors) {
+    out += sty.Wrap("31", WrapColumns(safe(InternalErrorNote(e)), 0, 2, width)) + "\n";
+  }
   if (std::string sk = st.skipped().Summary(); !sk.empty())
     out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
   if (std::string rc = RuleChangesLine(st.rules()); !rc.empty())
@@ -768,6 +779,10 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
   }
   for (const auto& note : LimitNotes(st)) {
     out += "- " + text(note) + "\n";
+    notes = true;
+  }
+  for (const auto& e : d.internal_errors) {
+    out += "- " + text(InternalErrorNote(e)) + "\n";
     notes = true;
   }
   if (std::string sk = st.skipped().Summary(); !sk.empty()) {

@@ -257,7 +257,7 @@ TEST_F(BadPartial, OtherVersion) {
   std::string b = bytes_;
   b[17] = 9;  // the version varint after the 17-byte magic
   EXPECT_EQ(MergeError(b), tmp_.path() +
-                               "/bad.part: partial format version 9, this ncclscan reads version 1; write the "
+                               "/bad.part: partial format version 9, this ncclscan reads version " + std::to_string(kPartialVersion) + "; write the "
                                "partials and merge them with the same release");
 }
 

@@ -567,7 +567,7 @@ TEST(Source, SkippedInputsAreInTheJson) {
   WriteJobNotes(dir, "");
   Analysis a = Analyze(Rules(), {dir.path()}, ScanOptions());
   std::string json = RenderJson(*a.state, a.diagnosis);
-  EXPECT_NE(json.find("\"skipped\":{\"not_a_log\":3,\"binary\":0,\"duplicate\":0,\"paths\":[{\"path\":\"" + dir.path() +
+  EXPECT_NE(json.find("\"skipped\":{\"not_a_log\":3,\"binary\":0,\"duplicate\":0,\"hidden\":0,\"paths\":[{\"path\":\"" + dir.path() +
                       "/README.md\",\"reason\":\"not_a_log\"}"),
             std::string::npos)
       << json;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/analyze.h"
+#include "engine/report.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {
@@ -160,6 +161,33 @@ INSTANTIATE_TEST_SUITE_P(
              "64.48      0\n# Avg bus bandwidth    : 64.3\n"},
             "ok", "", ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
+
+
+// A check that breaks an invariant (here an injected throw) is named in the
+// diagnosis and the rest of it stands; a clean result is then only partial.
+TEST(Verdict, ACheckThatThrowsIsNamedAndTheRestOfTheDiagnosisStands) {
+  const std::string died = std::string(NCCLSCAN_SOURCE_DIR) + "/corpus/cons-died-first-silent-rank2-4r";
+  const std::string healthy = std::string(NCCLSCAN_SOURCE_DIR) + "/corpus/case-healthy-socket-single-node-4r";
+  ScanOptions opts;
+  InjectStepFaultForTesting("CONSENSUS-DIED-FIRST");
+  Analysis a = Analyze(BuiltInRules(), {died}, opts);
+  InjectStepFaultForTesting("");
+  Analysis h = Analyze(BuiltInRules(), {healthy}, opts);
+  ASSERT_EQ(a.diagnosis.internal_errors.size(), 1u);
+  EXPECT_EQ(a.diagnosis.internal_errors[0], "CONSENSUS-DIED-FIRST: injected fault");
+  ASSERT_GE(a.diagnosis.primary, 0);
+  EXPECT_EQ(a.diagnosis.findings[a.diagnosis.primary].rule_id, "TORCH-WATCHDOG-TIMEOUT");
+  const std::string json = RenderJson(*a.state, a.diagnosis);
+  EXPECT_NE(json.find("\"internal_errors\":[\"CONSENSUS-DIED-FIRST: injected fault\"]"), std::string::npos);
+  EXPECT_NE(RenderText(*a.state, a.diagnosis, {}).find("internal error in CONSENSUS-DIED-FIRST"), std::string::npos);
+  EXPECT_TRUE(h.diagnosis.internal_errors.empty());
+  EXPECT_EQ(h.diagnosis.status, "ok");
+  InjectStepFaultForTesting("collective model");
+  Analysis h2 = Analyze(BuiltInRules(), {healthy}, opts);
+  InjectStepFaultForTesting("");
+  EXPECT_EQ(h2.diagnosis.status, "partial");
+  EXPECT_NE(h2.diagnosis.headline.find("could not run"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace ncclscan
