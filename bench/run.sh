@@ -83,9 +83,26 @@ run_set() {  # run_set LABEL DIR JOBS REPS -> prints a result line
   rm -rf "$tmp"
 }
 
+# The determinism property on the bench input: the JSON at -j1, -j2 and -j8 is
+# byte-identical (a failure ends the run with status 1).
+same_json() {  # same_json LABEL DIR
+  local h1 h2 h8
+  h1=$("$NS" --format json -j 1 --fail-on never "$2" | sha256sum)
+  h2=$("$NS" --format json -j 2 --fail-on never "$2" | sha256sum)
+  h8=$("$NS" --format json -j 8 --fail-on never "$2" | sha256sum)
+  if [ "$h1" = "$h2" ] && [ "$h1" = "$h8" ]; then
+    echo "$1: JSON byte-identical at -j1/-j2/-j8 (${h1:0:16})"
+  else
+    echo "$1: JSON DIFFERS between -j1/-j2/-j8"
+    DETERMINISM_FAILED=1
+  fi
+}
+DETERMINISM_FAILED=0
+
 echo "ncclscan benchmark: $(date -u +%F), $CORES cores, $REPS repetitions (medians), input: simulated 64 ranks / 8 hosts"
 gen "$DIR/x1" "$SIZE_MB"
 run_set main "$DIR/x1" "$CORES" "$REPS"
+same_json main "$DIR/x1"
 if [ "$SCALING" = 1 ]; then
   echo "-- scaling with cores"
   run_set cores "$DIR/x1" 1 3
@@ -99,3 +116,4 @@ if [ "$SCALING" = 1 ]; then
   run_set size "$DIR/x4" "$CORES" 1
   rm -rf "$DIR/x4" "$DIR/x025"
 fi
+exit "$DETERMINISM_FAILED"
