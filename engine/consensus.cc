@@ -183,7 +183,7 @@ void CollectiveModel::AddCollTrace(const JobState& state) {
   // last_opcount (rules/coll.yaml) keeps, per communicator, the line of the
   // highest opCount: the rank's latest call, where it hangs. Its op, count,
   // datatype and root are read from that line, so tracing costs one fact a line.
-  const int fact = state.rules().FindFact("last_opcount");
+  const int fact = state.rules().fact(Fact::kLastOpcount);
   if (fact < 0) return;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
@@ -230,7 +230,7 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
   // p2p_last (rules/coll.yaml NCCL-COLL-P2P) keeps, per communicator, the
   // latest send to and receive from each peer ("<commId> Send 3") and how many
   // lines set it: the whole trace's count per pair, at one fact entry per run.
-  const int fact = state.rules().FindFact("p2p_last");
+  const int fact = state.rules().fact(Fact::kP2pLast);
   if (fact < 0) return;
   // The peer NCCL prints is communicator-local: commId -> local rank -> global
   // rank, from each process's Init lines (its subject may since be merged).
@@ -286,9 +286,9 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
 }
 
 void CollectiveModel::AddWatchdog(const JobState& state) {
-  const int seq_fact = state.rules().FindFact("timeout_seq");
-  const int op_fact = state.rules().FindFact("timeout_op");
-  const int size_fact = state.rules().FindFact("work_size");
+  const int seq_fact = state.rules().fact(Fact::kTimeoutSeq);
+  const int op_fact = state.rules().fact(Fact::kTimeoutOp);
+  const int size_fact = state.rules().fact(Fact::kWorkSize);
   if (seq_fact < 0) return;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];

@@ -61,7 +61,7 @@ void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects
 int Checks::WorldSize() const {
   int n = 0;
   for (const auto& kv : state.comms()) n = std::max(n, kv.second.nranks);
-  const int world = state.rules().FindFact("world_size");
+  const int world = state.rules().fact(Fact::kWorldSize);
   for (int s : state.LiveSubjects()) {
     const FactValue* v = state.subjects()[s].Get(world);
     long double x;
@@ -81,7 +81,7 @@ std::set<int> Checks::PresentRanks() const {
 
 // What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
 std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
-  const int first_error = state.rules().FindFact("first_error");
+  const int first_error = state.rules().fact(Fact::kFirstError);
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     if (sub.rank != rank) continue;
@@ -98,9 +98,9 @@ std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
 void Checks::NeverJoined(const CompiledCorrelation& c) const {
   // With dumps, a rank without one is missing_dump's finding (it says more).
   if (!m.dump_ranks().empty()) return;
-  const int timeout_seq = state.rules().FindFact("timeout_seq");
-  const int timeout_op = state.rules().FindFact("timeout_op");
-  const int first_error = state.rules().FindFact("first_error");
+  const int timeout_seq = state.rules().fact(Fact::kTimeoutSeq);
+  const int timeout_op = state.rules().fact(Fact::kTimeoutOp);
+  const int first_error = state.rules().fact(Fact::kFirstError);
   std::vector<int> waiting;
   std::vector<Evidence> ev;
   std::string op, seq;
@@ -474,8 +474,8 @@ void Checks::P2pUnpaired(const CompiledCorrelation& c) const {
 // straggler: the job was killed from outside while one rank was behind in
 // its COLL trace: the lowest progress is the culprit of the missed deadline.
 void Checks::Straggler(const CompiledCorrelation& c) const {
-  const int killed = state.rules().FindFact("job_killed");
-  const int opcount = state.rules().FindFact("last_opcount");
+  const int killed = state.rules().fact(Fact::kJobKilled);
+  const int opcount = state.rules().fact(Fact::kLastOpcount);
   if (killed < 0 || opcount < 0) return;
   std::vector<Evidence> kill_ev;
   std::string how;

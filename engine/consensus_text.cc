@@ -93,13 +93,13 @@ std::string Clock(double t) { return t >= 0 ? FormatSecondsOfYear(t) : std::stri
 // and ranks that all timed out together leave nobody to blame.
 void Checks::DiedFirst(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
-  const int timeout_seq = rules.FindFact("timeout_seq");
-  const int timeout_op = rules.FindFact("timeout_op");
+  const int timeout_seq = rules.fact(Fact::kTimeoutSeq);
+  const int timeout_op = rules.fact(Fact::kTimeoutOp);
   if (timeout_seq < 0) return;
   // A fatal sign: the first one of these a rank has, by time.
-  const int kFatal[] = {rules.FindFact("oom"), rules.FindFact("first_error"), rules.FindFact("elastic_failed")};
+  const int kFatal[] = {rules.fact(Fact::kOom), rules.fact(Fact::kFirstError), rules.fact(Fact::kElasticFailed)};
 
-  const int exitcode = rules.FindFact("exitcode");
+  const int exitcode = rules.fact(Fact::kExitcode);
   std::vector<int> victims;
   std::vector<Evidence> victim_ev;
   double first_timeout = -1;
@@ -248,9 +248,9 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
 // the Flight Recorder's pg_status only, not in PyTorch's text.
 void Checks::NotStartedText(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
-  const int enq_f = rules.FindFact("last_enqueued");
-  const int done_f = rules.FindFact("last_completed");
-  const int unjoined_f = rules.FindFact("desync_unjoined");
+  const int enq_f = rules.fact(Fact::kLastEnqueued);
+  const int done_f = rules.fact(Fact::kLastCompleted);
+  const int unjoined_f = rules.fact(Fact::kDesyncUnjoined);
   if (enq_f < 0 || done_f < 0) return;
   // pg -> rank -> (enqueued, completed, evidence)
   struct Status {
@@ -276,7 +276,7 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
   std::set<int> told;
   // The op the others wait in, as their watchdogs name it (its SeqNum counts differently).
   std::string op = "the collective the others wait in";
-  const int op_f = rules.FindFact("timeout_op");
+  const int op_f = rules.fact(Fact::kTimeoutOp);
   for (int s : state.LiveSubjects()) {
     if (const FactValue* v = state.subjects()[s].Get(op_f)) {
       op = v->value;

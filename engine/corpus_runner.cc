@@ -235,7 +235,7 @@ JobSummary SummaryOf(const JobState& st) {
   JobSummary sum;
   std::vector<int> ranks;
   std::set<std::string> versions;
-  const int fact = st.rules().FindFact("nccl_version");
+  const int fact = st.rules().fact(Fact::kNcclVersion);
   for (int s : st.LiveSubjects()) {
     const Subject& sub = st.subjects()[s];
     if (sub.rank >= 0) ranks.push_back(sub.rank);

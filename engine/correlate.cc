@@ -446,7 +446,7 @@ void Extreme(Ctx& x) {
   // reporters did (last_opcount on every communicator it shares with them, against their
   // most common value) reached the collective they hang in: it was cut off (stopped by its
   // launcher after a sibling failed, its log cut short), not behind.
-  const int progress = x.state.rules().FindFact("last_opcount");
+  const int progress = x.state.rules().fact(Fact::kLastOpcount);
   auto caught_up = [&](const Subject& sub) {
     if (progress < 0 || progress >= static_cast<int>(sub.keyed.size())) return false;
     const bool hex = x.state.rules().facts()[progress].hex;

@@ -278,7 +278,7 @@ Diagnosis Diagnose(const JobState& state) {
   // Rules whose line names a peer that closed or refused the connection: the
   // printer is that peer's victim (PEER-CLOSED-STORM names the peer).
   std::set<std::string> names_peer;
-  const int closed_peer = rules.FindFact("closed_peer");
+  const int closed_peer = rules.fact(Fact::kClosedPeer);
   for (const CompiledRule& r : rules.rules()) {
     for (const CompiledFact& cf : r.facts) {
       if (cf.fact == closed_peer) names_peer.insert(r.spec.id.value);

@@ -438,8 +438,8 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
           ci->subjects.insert(si);
         }
         // Start/complete also become facts so correlations can use them.
-        int f_start = rules_->FindFact("init_start"), f_done = rules_->FindFact("init_complete");
-        int f_abort = rules_->FindFact("comm_abort");
+        int f_start = rules_->fact(Fact::kInitStart), f_done = rules_->fact(Fact::kInitComplete);
+        int f_abort = rules_->fact(Fact::kCommAbort);
         if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev);
         if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev);
         if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev);
@@ -793,7 +793,7 @@ void JobState::Finalize() {
         duplicate[i] = true;
         // A fact, so a correlation can make it a finding (RANK-CLAIMED-BY-TWO-HOSTS),
         // cited at the process's first line that was evidence of anything.
-        const int fact = rules_->FindFact("rank_claimed_elsewhere");
+        const int fact = rules_->fact(Fact::kRankClaimedElsewhere);
         const Evidence* first = FirstEvidence(s);
         if (fact >= 0 && first) {
           EvidenceRef ev{first->file, first->line, first->text, first->time};

@@ -68,9 +68,9 @@ std::string RanksOfSubjects(const JobState& st, const std::vector<int>& subjects
 }
 
 // NCCL / PyTorch versions and the ranks that reported each.
-std::map<std::string, std::vector<int>> VersionsOf(const JobState& st, const char* fact_name) {
+std::map<std::string, std::vector<int>> VersionsOf(const JobState& st, Fact fact_id) {
   std::map<std::string, std::vector<int>> out;
-  int fact = st.rules().FindFact(fact_name);
+  int fact = st.rules().fact(fact_id);
   if (fact < 0) return out;
   for (int s : st.LiveSubjects()) {
     const FactValue* v = st.subjects()[s].Get(fact);
@@ -283,7 +283,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   for (const char* name : {"nccl", "pytorch"}) {
     j.Key(name);
     j.BeginArray();
-    for (const auto& kv : VersionsOf(st, std::string(name) == "nccl" ? "nccl_version" : "torch_version")) {
+    for (const auto& kv : VersionsOf(st, std::string(name) == "nccl" ? Fact::kNcclVersion : Fact::kTorchVersion)) {
       j.BeginObject();
       j.KV("version", kv.first);
       j.KV("ranks", RanksOfSubjects(st, kv.second));
@@ -480,7 +480,7 @@ std::string InputLine(const JobState& st) {
   int ranks = 0;
   for (int s : st.LiveSubjects()) ranks += st.subjects()[s].rank >= 0;
   std::string versions;
-  for (const auto& kv : VersionsOf(st, "nccl_version")) versions += (versions.empty() ? "" : ", ") + kv.first;
+  for (const auto& kv : VersionsOf(st, Fact::kNcclVersion)) versions += (versions.empty() ? "" : ", ") + kv.first;
   std::string fams;
   for (int i = 0; i < kNumFamilies; ++i) {
     if (!c.family_lines[i]) continue;
@@ -598,7 +598,7 @@ std::vector<std::string> LimitNotes(const JobState& st) {
 std::string HealthLine(const JobState& st) {
   int ranks = 0;
   std::set<std::string> nets;
-  const int net = st.rules().FindFact("network");
+  const int net = st.rules().fact(Fact::kNetwork);
   for (int s : st.LiveSubjects()) {
     const Subject& sub = st.subjects()[s];
     ranks += sub.rank >= 0;
@@ -845,10 +845,10 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
 
 std::string RenderRankTable(const JobState& st, bool markdown) {
   const RuleSet& rules = st.rules();
-  const int f_nccl = rules.FindFact("nccl_version"), f_net = rules.FindFact("network"),
-            f_inter = rules.FindFact("inter_transport"), f_enq = rules.FindFact("last_enqueued"),
-            f_done = rules.FindFact("last_completed"), f_tseq = rules.FindFact("timeout_seq"),
-            f_op = rules.FindFact("last_opcount"), f_err = rules.FindFact("first_error");
+  const int f_nccl = rules.fact(Fact::kNcclVersion), f_net = rules.fact(Fact::kNetwork),
+            f_inter = rules.fact(Fact::kInterTransport), f_enq = rules.fact(Fact::kLastEnqueued),
+            f_done = rules.fact(Fact::kLastCompleted), f_tseq = rules.fact(Fact::kTimeoutSeq),
+            f_op = rules.fact(Fact::kLastOpcount), f_err = rules.fact(Fact::kFirstError);
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"rank", "host", "pid", "devices", "NCCL", "transport", "last seq", "first error"});
   size_t omitted = 0;

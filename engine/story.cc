@@ -15,22 +15,26 @@ namespace {
 
 struct StageFacts {
   Stage stage;
-  std::initializer_list<const char*> facts;
+  std::initializer_list<Fact> facts;
 };
 
 // The facts (rules/facts.yaml) whose presence proves a stage was reached.
 constexpr StageFacts kStageFacts[] = {
-    {Stage::kBanner, {"nccl_version", "cuda_driver"}},
-    {Stage::kBootstrap, {"bootstrap_if", "socket_if", "network", "net_plugin", "ib_devices", "ib_missing"}},
-    {Stage::kInitStart, {"init_start"}},
-    {Stage::kTopology, {"coll_channels", "algo_proto", "nvls"}},
-    {Stage::kConnect, {"intra_transport", "inter_transport", "p2p_channels", "shm_channels", "gdr"}},
-    {Stage::kInitComplete, {"init_complete"}},
-    {Stage::kCollectives, {"last_opcount", "p2p_last", "timeout_seq", "last_enqueued", "last_completed"}},
+    {Stage::kBanner, {Fact::kNcclVersion, Fact::kCudaDriver}},
+    {Stage::kBootstrap,
+     {Fact::kBootstrapIf, Fact::kSocketIf, Fact::kNetwork, Fact::kNetPlugin, Fact::kIbDevices, Fact::kIbMissing}},
+    {Stage::kInitStart, {Fact::kInitStart}},
+    {Stage::kTopology, {Fact::kCollChannels, Fact::kAlgoProto, Fact::kNvls}},
+    {Stage::kConnect,
+     {Fact::kIntraTransport, Fact::kInterTransport, Fact::kP2pChannels, Fact::kShmChannels, Fact::kGdr}},
+    {Stage::kInitComplete, {Fact::kInitComplete}},
+    {Stage::kCollectives,
+     {Fact::kLastOpcount, Fact::kP2pLast, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastCompleted}},
 };
 
 // A process's own failure: it errored, crashed, aborted or exited.
-constexpr const char* kAbnormalFacts[] = {"first_error", "crash", "comm_abort", "exitcode", "oom", "elastic_failed"};
+constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash,  Fact::kCommAbort,
+                                   Fact::kExitcode,   Fact::kOom,    Fact::kElasticFailed};
 
 const Evidence* Later(const Evidence* a, const Evidence* b) {
   if (!a) return b;
@@ -132,13 +136,13 @@ const char* TestAt(Stage s) {
 StoryFacts ResolveStoryFacts(const RuleSet& rules) {
   StoryFacts out;
   for (const StageFacts& sf : kStageFacts) {
-    for (const char* name : sf.facts) {
-      const int f = rules.FindFact(name);
+    for (Fact name : sf.facts) {
+      const int f = rules.fact(name);
       if (f >= 0) out.stages.emplace_back(sf.stage, f);
     }
   }
-  for (const char* name : kAbnormalFacts) {
-    const int f = rules.FindFact(name);
+  for (Fact name : kAbnormalFacts) {
+    const int f = rules.fact(name);
     if (f >= 0) out.abnormal.push_back(f);
   }
   return out;
@@ -182,8 +186,8 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
   }
   // nccl-tests print their results table right after init: with the banner and
   // no result, a process past Init COMPLETE is still in its first collective.
-  const int banner = state.rules().FindFact("nccltests_rank");
-  const int result = state.rules().FindFact("nccltests_result");
+  const int banner = state.rules().fact(Fact::kNccltestsRank);
+  const int result = state.rules().fact(Fact::kNccltestsResult);
   bool nccltests = false, results = false;
   for (int s : state.LiveSubjects()) {
     nccltests |= banner >= 0 && state.subjects()[s].Has(banner);

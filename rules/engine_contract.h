@@ -6,7 +6,9 @@
 // E-ENGINE-EVENT) instead of letting a renamed or reshaped fact silently turn
 // a feature off.
 //
-// Adding a FindFact("x") or an event comparison to the engine? Add it here.
+// The engine names a fact only through Fact: RuleSet::fact(Fact::kWorldSize)
+// is its index, resolved once at load. Adding a fact the engine reads, or an
+// event comparison? Add it to Fact and to the table in engine_contract.cc.
 //
 // Thread-safety: constant tables; every function is pure.
 #ifndef NCCLSCAN_RULES_ENGINE_CONTRACT_H_
@@ -20,7 +22,53 @@
 
 namespace ncclscan {
 
+// Every fact the engine reads or sets, in the order of EngineFacts().
+enum class Fact : int {
+  kNcclVersion,
+  kNetwork,
+  kInterTransport,
+  kInitStart,
+  kInitComplete,
+  kCommAbort,
+  kFirstError,
+  kRankClaimedElsewhere,
+  kLastOpcount,
+  kLastEnqueued,
+  kLastCompleted,
+  kTimeoutSeq,
+  kP2pLast,
+  kDesyncUnjoined,
+  kExitcode,
+  kTimeoutOp,
+  kWorldSize,
+  kWorkSize,
+  kOom,
+  kCrash,
+  kElasticFailed,
+  kJobKilled,
+  kClosedPeer,
+  kNccltestsResult,
+  kNccltestsRank,
+  kCudaDriver,
+  kBootstrapIf,
+  kSocketIf,
+  kNetPlugin,
+  kIbDevices,
+  kIbMissing,
+  kCollChannels,
+  kAlgoProto,
+  kNvls,
+  kIntraTransport,
+  kP2pChannels,
+  kShmChannels,
+  kGdr,
+  kTorchVersion,
+  kCount
+};
+inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);
+
 struct EngineFact {
+  Fact id;
   const char* name;
   MergeMode merge;
   bool keyed;
@@ -28,7 +76,7 @@ struct EngineFact {
   const char* used_for;  // for the error message: which part of the engine reads it
 };
 
-// Every fact of the contract, in a fixed order.
+// Every fact of the contract, in the order of Fact (EngineFacts()[i].id == i).
 const std::vector<EngineFact>& EngineFacts();
 
 // The identity `event` values the engine knows (engine/job_state.cc: Init START

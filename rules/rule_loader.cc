@@ -124,6 +124,8 @@ void RuleLoader::AddEmbedded() {
 
 void RuleLoader::BeginLayer() { ++impl_->layer; }
 
+void RuleLoader::RequireEngineFacts() { impl_->embedded = true; }
+
 // Reported as "ncclscan: error: …" (no line: from the command line, not a file).
 void RuleLoader::Disable(const std::string& id) { impl_->disabled.push_back({id, SourcePos{"ncclscan", 0, 0}}); }
 
@@ -317,7 +319,9 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
     int idx = rs->FindFact(ef.name);
     if (idx < 0) {
       if (im.embedded) {
-        im.Error(SourcePos{"ncclscan", 0, 0}, "E-ENGINE-FACT", what + ", and no rule file declares it",
+        // Where the facts are declared (a rename there is the usual cause).
+        const SourcePos at = rs->facts().empty() ? SourcePos{"ncclscan", 0, 0} : rs->facts().front().name.pos;
+        im.Error(at, "E-ENGINE-FACT", what + ", and no rule file declares it",
                  "declare it under 'facts:' as rules/facts.yaml does");
       }
       continue;
@@ -327,7 +331,9 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
     if (!diff.empty()) {
       im.Error(fs.name.pos, "E-ENGINE-FACT", what + "; this declaration differs: " + diff,
                "declare it as rules/facts.yaml does, or name your fact differently");
+      continue;
     }
+    rs->engine_facts_[static_cast<size_t>(ef.id)] = idx;
   }
 
   // Rules and correlations share one id space.

@@ -44,6 +44,10 @@ class RuleLoader {
 
   // Adds the rule files compiled into the binary (layer 0).
   void AddEmbedded();
+  // Build then requires every fact the engine reads (rules/engine_contract.h)
+  // to be declared, as it does with the built-in rules (AddEmbedded sets it):
+  // for rule files that stand in for the built-in ones.
+  void RequireEngineFacts();
   // Starts a new layer; files added after it override rules of earlier layers.
   void BeginLayer();
   // Adds one YAML document. `name` is used in diagnostics.

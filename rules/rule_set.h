@@ -15,6 +15,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 
 #include "parsers/parsed_line.h"
 #include "parsers/text_util.h"
+#include "rules/engine_contract.h"
 #include "rules/literal_matcher.h"
 #include "rules/rule.h"
 #include "rules/template.h"
@@ -189,6 +191,9 @@ class RuleSet {
   const std::vector<CompiledRule>& rules() const { return rules_; }
   const std::vector<CompiledCorrelation>& correlations() const { return correlations_; }
   int FindFact(std::string_view name) const;
+  // The index of a fact the engine reads (rules/engine_contract.h), resolved
+  // at load: -1 only for a rule set built without the built-in rules (tests).
+  int fact(Fact f) const { return engine_facts_[static_cast<size_t>(f)]; }
   const CompiledRule* FindRule(std::string_view id) const;
   const CompiledCorrelation* FindCorrelation(std::string_view id) const;
   // Rules and correlations turned off (`enabled: false`, `disable:`, --disable):
@@ -294,6 +299,12 @@ class RuleSet {
   static bool ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups);
   std::vector<FactSpec> facts_;
   std::map<std::string, int, std::less<>> fact_index_;
+  std::array<int, kNumEngineFacts> engine_facts_ = MissingEngineFacts();
+  static constexpr std::array<int, kNumEngineFacts> MissingEngineFacts() {
+    std::array<int, kNumEngineFacts> a{};
+    for (int& v : a) v = -1;
+    return a;
+  }
   std::vector<CompiledRule> rules_;  // index = FilteredRE2 regexp id
   std::vector<CompiledCorrelation> correlations_;
   std::vector<CompiledRule> disabled_rules_;

@@ -542,6 +542,48 @@ TEST(RuleLoader, RejectsEngineFactOfAnotherShape) {
             "help: declare it as rules/facts.yaml does, or name your fact differently\n");
 }
 
+// Renaming any fact the engine reads in the built-in rule files fails the
+// load, at the facts' declarations, instead of silently turning a feature off
+// (renaming world_size used to drop the culprit from CONSENSUS-NEVER-JOINED).
+TEST(RuleLoader, RenamingAnEngineFactFailsTheLoad) {
+  ASSERT_EQ(EngineFacts().size(), static_cast<size_t>(kNumEngineFacts));
+  for (int i = 0; i < kNumEngineFacts; ++i) {
+    const EngineFact& ef = EngineFacts()[i];
+    ASSERT_EQ(static_cast<int>(ef.id), i) << ef.name;
+    const std::string decl = std::string("- name: ") + ef.name + "\n";
+    RuleLoader loader;
+    loader.RequireEngineFacts();
+    loader.set_check_examples(false);
+    int renamed = 0;
+    for (int k = 0; k < kNumEmbeddedRuleFiles; ++k) {
+      std::string text = kEmbeddedRuleFiles[k].text;
+      for (size_t at = text.find(decl); at != std::string::npos; at = text.find(decl, at + 1)) {
+        text.insert(at + decl.size() - 1, "_renamed");
+        ++renamed;
+      }
+      loader.AddSource(kEmbeddedRuleFiles[k].name, text);
+    }
+    ASSERT_EQ(renamed, 1) << ef.name << " is declared once in the rule files";
+    std::vector<Diagnostic> diags;
+    EXPECT_FALSE(loader.Build(&diags)) << ef.name;
+    bool named = false;
+    for (const auto& d : diags) {
+      if (d.code != "E-ENGINE-FACT" || d.message.find(std::string("'") + ef.name + "'") == std::string::npos) continue;
+      named = true;
+      EXPECT_GT(d.pos.line, 0) << ef.name << ": at a file:line:col of the facts declared";
+      EXPECT_NE(d.pos.file, "ncclscan") << ef.name;
+    }
+    EXPECT_TRUE(named) << ef.name;
+  }
+  // Unchanged, the same files load.
+  RuleLoader loader;
+  loader.RequireEngineFacts();
+  loader.set_check_examples(false);
+  for (int k = 0; k < kNumEmbeddedRuleFiles; ++k) loader.AddSource(kEmbeddedRuleFiles[k].name, kEmbeddedRuleFiles[k].text);
+  std::vector<Diagnostic> diags;
+  EXPECT_TRUE(loader.Build(&diags)) << (diags.empty() ? "" : diags[0].message);
+}
+
 TEST(RuleLoader, RejectsIdentityEventTheEngineDoesNotKnow) {
   std::string text = std::string(kFacts) + "rules:\n" +
                      Rule("NET-A", R"(Using network (?P<network>\S+))", "    identity: {event: Started}\n");
