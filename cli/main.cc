@@ -256,12 +256,13 @@ int CmdExplain(const std::vector<std::string>& args) {
 int CmdTest(const std::vector<std::string>& args) {
   po::options_description desc;
   std::vector<std::string> dirs, roots, only, disable;
-  bool update = false;
+  bool update = false, update_golden = false;
   int jobs = 0;
   std::string color = "auto", judge_json;
   // -v / --verbose as a scan takes it: for test, the judge's miss lines.
   desc.add_options()("judge-misses", "")("verbose,v", "")("judge-json", po::value(&judge_json), "");
-  desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")("case", po::value(&only), "")(
+  desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")("update-golden", po::bool_switch(&update_golden), "")(
+      "case", po::value(&only), "")(
       "rules", po::value(&dirs), "")("disable", po::value(&disable), "")("jobs,j", po::value(&jobs), "")(
       "color", po::value(&color), "")("root", po::value(&roots), "");
   po::positional_options_description pos;
@@ -275,6 +276,7 @@ int CmdTest(const std::vector<std::string>& args) {
   if (!rules) return kExitError;
   CorpusOptions opts;
   opts.update = update;
+  opts.update_golden = update_golden;
   opts.only = only;
   opts.scan.jobs = jobs;
   opts.color = UseColor(color, 1);

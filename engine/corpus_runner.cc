@@ -13,6 +13,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <iterator>
 
 #include "engine/analyze.h"
 #include "engine/judge.h"
@@ -455,7 +458,8 @@ std::vector<std::string> FindMarked(const std::string& root, const std::vector<c
 
 // Files of a case that are not its logs.
 bool IsCaseMetadata(const std::string& name) {
-  return name == "expected.json" || name == "truth.json" || name == "SOURCE.md" || name == "README.md";
+  return name == "expected.json" || name == "truth.json" || name == "SOURCE.md" || name == "README.md" ||
+         name == "golden.json";
 }
 
 bool Selected(const CorpusOptions& opts, const std::string& dir) {
@@ -502,6 +506,83 @@ Analysis AnalyzeCase(const RuleSet& rules, const std::string& dir, const ScanOpt
 }
 
 using Paint = std::function<std::string(const char*, const std::string&)>;
+
+// The golden form of a case's diagnosis: the whole JSON, one value per line
+// (diffs read well), with the case directory cut from paths and the tool and
+// rule set versions left out (they change with every release and rule edit;
+// what they change is the rest).
+std::string GoldenJson(const std::string& dir, const Analysis& a) {
+  std::string j = RenderJson(*a.state, a.diagnosis);
+  const std::string prefix = dir + "/";  // in paths, and in text that names a file
+  for (size_t at = j.find(prefix); at != std::string::npos; at = j.find(prefix, at)) j.erase(at, prefix.size());
+  static const re2::RE2 kVersions(R"re("tool":\{[^{}]*\},"ruleset":\{[^{}]*\},)re");
+  re2::RE2::Replace(&j, kVersions, "");
+  // Pretty: a newline and indent after { [ , and before } ] outside strings.
+  std::string out;
+  int depth = 0;
+  bool in_string = false;
+  auto newline = [&] { out += '\n' + std::string(2 * depth, ' '); };
+  for (size_t i = 0; i < j.size(); ++i) {
+    const char ch = j[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < j.size()) out += j[++i];
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    switch (ch) {
+      case '"': in_string = true; out += ch; break;
+      case '{': case '[':
+        out += ch;
+        if (i + 1 < j.size() && (j[i + 1] == '}' || j[i + 1] == ']')) {
+          out += j[++i];
+        } else {
+          ++depth;
+          newline();
+        }
+        break;
+      case '}': case ']': --depth; newline(); out += ch; break;
+      case ',': out += ch; newline(); break;
+      case '\n': break;
+      default: out += ch;
+    }
+  }
+  return out + "\n";
+}
+
+// --update-golden writes golden.json; otherwise a case that has one must give
+// it byte for byte (a refactor proves itself; an intended change rewrites it).
+void GoldenCase(const std::string& dir, const Analysis& a, const CorpusOptions& opts, const Paint& color,
+                CorpusResult* res, std::string* out, std::string* err) {
+  const std::string path = dir + "/golden.json";
+  const std::string got = GoldenJson(dir, a);
+  if (opts.update_golden) {
+    std::string why;
+    if (!ReplaceFile(path, got, &why)) {
+      *err += "ncclscan: error: " + why + "\n";
+      res->errors++;
+      return;
+    }
+    res->updated++;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (want == got) return;
+  size_t line = 1, i = 0;
+  for (; i < want.size() && i < got.size() && want[i] == got[i]; ++i) line += want[i] == '\n';
+  auto line_at = [](const std::string& s, size_t i) {
+    size_t b = s.rfind('\n', i == 0 ? 0 : i - 1);
+    b = b == std::string::npos ? 0 : b + 1;
+    size_t e = s.find('\n', i);
+    return s.substr(b, (e == std::string::npos ? s.size() : e) - b);
+  };
+  res->failed++;
+  *out += color("31;1", "FAIL") + " " + dir + ": the JSON differs from golden.json at line " + std::to_string(line) +
+          " (run 'ncclscan test --update-golden' if the change is intended)\n" + "    want: " + line_at(want, i) +
+          "\n    got:  " + line_at(got, i) + "\n";
+}
 
 // --update: the diagnosis becomes the case's expected.json (a known failure's is kept).
 void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color,
@@ -644,6 +725,8 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
     // --update rewrites expectations only; truths are never written from the tool.
     if (!Selected(opts, dir) || (opts.update && !expected.count(dir))) continue;
     Analysis a = AnalyzeCase(rules, dir, opts.scan);
+    GoldenCase(dir, a, opts, color, &res, out, err);
+    if (opts.update_golden) continue;
     if (expected.count(dir)) RunExpectedCase(dir, a, opts, color, &res, out, err);
     if (truth.count(dir) && !opts.update && judged.insert(dir).second) {
       JudgeCase(dir, a, color, &judgements, &res, out, err);
@@ -652,6 +735,10 @@ CorpusResult RunCorpus(const RuleSet& rules, const std::vector<std::string>& roo
   if (res.known_failures) {
     *out += fmt::format("{} known failure{} (XFAIL above: expectations the tool does not meet yet)\n",
                         res.known_failures, res.known_failures == 1 ? "" : "s");
+  }
+  if (opts.update_golden) {
+    *out += fmt::format("wrote {} golden.json\n", res.updated);
+    return res;
   }
   *out += fmt::format("{} passed, {} failed\n", res.passed, res.failed);
   ReportJudgements(judgements, opts, &res, out, err);

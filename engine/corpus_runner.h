@@ -34,6 +34,7 @@ namespace ncclscan {
 
 struct CorpusOptions {
   bool update = false;               // rewrite expected.json of the selected cases
+  bool update_golden = false;        // write golden.json (the whole JSON diagnosis) of the selected cases
   std::vector<std::string> only;     // case names to run (empty = all)
   ScanOptions scan;
   bool color = false;

@@ -864,6 +864,10 @@ std::vector<int> JobState::LiveSubjects() const {
     bool rx = x.rank >= 0, ry = y.rank >= 0;
     if (rx != ry) return rx;
     if (rx && x.rank != y.rank) return x.rank < y.rank;
+    // Processes (host:pid) before subjects known only by their file, whose
+    // label is a path: the order must not depend on how the path was spelled.
+    bool px = x.pid >= 0, py = y.pid >= 0;
+    if (px != py) return px;
     return x.label < y.label;
   });
   return out;
