@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = {"expected.json", "truth.json", "SOURCE.md", "README.md"}
+SKIP = {"expected.json", "truth.json", "golden.json", "SOURCE.md", "README.md"}
 
 
 def scan(ns, paths):

@@ -535,7 +535,7 @@ TEST(RuleLoader, RejectsEngineFactOfAnotherShape) {
                  "    keyed: true\n"
                  "    key: pg\n"),
             "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm) for the extreme "
-            "correlation's cut-off-rank test; this declaration differs: merge max, not last, key: comm, not key: pg "
+            "correlation's cut-off-rank test and the run's story; this declaration differs: merge max, not last, key: comm, not key: pg "
             "[E-ENGINE-FACT]\n"
             "      - name: last_opcount\n"
             "              ^\n"

@@ -148,10 +148,10 @@ echo "srun plumbing: 2 tasks saw SLURM_PROCID 0 and 1 of SLURM_NTASKS 2 and wrot
 # An older ncclscan takes `partial` for a file name: only a written partial proves it.
 "$NS" partial -o "$T/probe.partial" "$T/probe.log" </dev/null >/dev/null 2>&1 && [ -s "$T/probe.partial" ] || skip "ncclscan has no partial subcommand (Slurm plumbing checked: daemons up, srun ran 2 tasks)"
 
-# The logs of one corpus case (without its expected.json and truth.json), and the single scan.
+# The logs of one corpus case (without its expected.json, truth.json and golden.json), and the single scan.
 mkdir -p "$T/work"
 cp -r "$ROOT/corpus/$CASE" "$T/work/logs" || fail "no corpus case $CASE"
-rm -f "$T/work/logs/expected.json" "$T/work/logs/truth.json"
+rm -f "$T/work/logs/expected.json" "$T/work/logs/truth.json" "$T/work/logs/golden.json"
 cd "$T/work" || fail "cd"
 "$NS" --format json --fail-on never logs >single.json 2>single.err || fail "single scan failed: $(cat single.err)"
 

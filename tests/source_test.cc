@@ -149,7 +149,7 @@ TEST(Source, CorpusCaseDirectoryDiagnosesAsItsLogsAlone) {
   EXPECT_EQ(all.diagnosis.status, alone.diagnosis.status);
   EXPECT_EQ(all.diagnosis.headline, alone.diagnosis.headline);
   EXPECT_EQ(Diagnosis(all), Diagnosis(alone));
-  EXPECT_EQ(Skipped(all, kSkipNotALog), 3u);  // SOURCE.md, expected.json, truth.json
+  EXPECT_EQ(Skipped(all, kSkipNotALog), 4u);  // SOURCE.md, expected.json, truth.json, golden.json
 }
 
 TEST(Source, NotALogByNameAndByContent) {

@@ -58,7 +58,7 @@ def main():
     checks = failed = 0
     for case in cases:
         logs = [os.path.join(case, n) for n in sorted(os.listdir(case))
-                if n not in ("expected.json", "truth.json", "SOURCE.md", "README.md")]
+                if n not in ("expected.json", "truth.json", "golden.json", "SOURCE.md", "README.md")]
         checks += 1
         outs = []
         problems = []

@@ -113,7 +113,7 @@ def cmd_healthy(ns, rules_dir, cases):
         with open(p) as f:
             text = f.read()
         exp = json.loads(text)
-        logs = [os.path.join(case, f) for f in sorted(os.listdir(case)) if f not in ("expected.json", "truth.json", "SOURCE.md")]
+        logs = [os.path.join(case, f) for f in sorted(os.listdir(case)) if f not in ("expected.json", "truth.json", "golden.json", "SOURCE.md")]
         r = subprocess.run([ns, "--format", "json", "--fail-on", "never"] + logs, capture_output=True)
         fired = {f["rule"] for f in json.loads(r.stdout)["findings"]}
         absent = exp.get("absent", [])
