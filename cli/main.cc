@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -119,7 +120,9 @@ bool UseColor(const std::string& mode, int fd) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   const char* term = getenv("TERM");
-  return isatty(fd) && !getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
+  // NO_COLOR counts when set and not empty (no-color.org).
+  const char* no_color = getenv("NO_COLOR");
+  return isatty(fd) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
 }
 
 // `examples`: check the built-in rules' examples too (rules --check, explain);
@@ -308,7 +311,8 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   std::vector<std::string> globs;
   desc.add_options()("glob,g", po::value(&globs), "");  // ripgrep's -g: include/exclude files (repeatable)
   desc.add_options()("hidden", "");                      // ripgrep's --hidden: walks read dot-files too
-  desc.add_options()("help,h", "")("version", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
+  desc.add_options()("quiet,q", "");  // grep's -q: no report, the exit status only
+  desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
       "color", po::value(&color), "")("fail-on", po::value(&fail_on), "")("rules", po::value(&rule_dirs), "")(
       "disable", po::value(&disable), "")("verbose,v", "");
   po::options_description hidden;
@@ -411,7 +415,9 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   for (const auto& e : a.errors) Error(e);
   ReportOptions ro;
   ro.ranks = vm.count("ranks") > 0;
-  if (format == "json") {
+  if (vm.count("quiet")) {
+    // No report; errors still go to stderr and the exit status is the same.
+  } else if (format == "json") {
     WriteReport(RenderJson(*a.state, a.diagnosis));
   } else if (format == "markdown") {
     WriteReport(RenderMarkdown(*a.state, a.diagnosis, ro));
@@ -438,6 +444,35 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
 
 }  // namespace
 
+// The long option nearest to a mistyped one (edit distance at most 2), "" if none.
+static std::string NearestOption(const std::string& typed) {
+  static const char* const kOptions[] = {
+      "--help", "--version", "--jobs", "--format", "--color", "--fail-on", "--rules", "--disable", "--verbose",
+      "--job-id", "--glob", "--hidden", "--ranks", "--quiet", "--output", "--update", "--update-golden", "--case",
+      "--judge-misses", "--judge-json", "--check", "--list", "--id"};
+  std::string t = typed;
+  if (t.rfind("--", 0) != 0) t = (t.rfind('-', 0) == 0 ? "-" : "--") + t;
+  std::string best;
+  size_t best_d = 3;
+  for (const char* o : kOptions) {
+    const std::string c = o;
+    std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= t.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (t[i - 1] == c[j - 1] ? 0 : 1)});
+      }
+      std::swap(prev, cur);
+    }
+    if (prev[c.size()] < best_d) {
+      best_d = prev[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
 static int Dispatch(int argc, char** argv) {
   try {
     if (argc >= 2) {
@@ -463,6 +498,12 @@ static int Dispatch(int argc, char** argv) {
       return rc;
     }
     return CmdScan(argc, argv);
+  } catch (const po::unknown_option& e) {
+    Error(e.what());
+    const std::string near = NearestOption(e.get_option_name());
+    if (!near.empty()) std::cerr << "did you mean '" << near << "'?\n";
+    std::cerr << "try 'ncclscan --help'\n";
+    return kExitError;
   } catch (const po::error& e) {
     Error(e.what());
     std::cerr << "try 'ncclscan --help'\n";

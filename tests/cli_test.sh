@@ -43,7 +43,8 @@ PLAN=(
   partial_output_never_writes_through_a_planted_link merge_tells_inputs_apart_by_what_they_are
   merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
   hidden_files_are_counted blank_lines_are_not_recognised command_name_that_is_also_a_path
-  many_broken_rules_are_summarised
+  many_broken_rules_are_summarised quiet_prints_nothing_and_keeps_the_status short_version
+  did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color
 )
 pass=0
 fail=0
@@ -153,6 +154,7 @@ trap on_exit EXIT
 out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
 no_err() { [ ! -s "$T/err" ] || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
+out_lacks() { ! grep -q -- "$1" "$T/out" || { why="stdout: $(grep -m1 -- "$1" "$T/out" | head -c 200)"; return 1; }; }
 err_lacks() { ! grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 is_json() {
   "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" 2>/dev/null ||
@@ -639,6 +641,27 @@ also_run 1 sh -c 'cd "$1" && exec "$2" ./test' - "$T/cwd" "$NS"
 expect out_has 'Connection refused'
 end
 
+# -q: no report, the exit status only; -V: the version.
+check quiet_prints_nothing_and_keeps_the_status 1 "$NS" -q "$GOOD"
+expect out_lacks .
+also_run 0 "$NS" --quiet --fail-on never "$GOOD"
+expect out_lacks .
+end
+check short_version 0 "$NS" -V
+expect out_has '^ncclscan [0-9]'
+end
+check did_you_mean_a_mistyped_flag 2 "$NS" --fail-onn never "$GOOD"
+expect err_has "did you mean '--fail-on'?"
+also_run 2 "$NS" --formt json "$GOOD"
+expect err_has "did you mean '--format'?"
+end
+# NO_COLOR disables colour only when set to something (no-color.org).
+check empty_no_color_does_not_disable_color 1 sh -c 'NO_COLOR= script -qec "$1 $2" /dev/null' - "$NS" "$GOOD"
+expect out_has $'\x1b\['
+also_run 1 sh -c 'NO_COLOR=1 script -qec "$1 $2" /dev/null' - "$NS" "$GOOD"
+expect out_lacks $'\x1b\['
+end
+
 # Blank lines are lines, but not recognised ones.
 printf '\n\n\nn1:7:9 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\n' >"$T/blank.log"
 check blank_lines_are_not_recognised 0 "$NS" --format json "$T/blank.log"
@@ -726,7 +749,6 @@ also_run 0 closed_pipe "$NS" rules --list
 expect no_err
 end
 
-out_lacks() { ! grep -q -- "$1" "$T/out" || { why="stdout: $(grep -m1 -- "$1" "$T/out" | head -c 200)"; return 1; }; }
 # no_raw_controls: stdout is UTF-8 with no C0 control but tab and newline, no DEL, C1 or bidi control.
 no_raw_controls() {
   "$PY" -c '
