@@ -587,6 +587,9 @@ bool WrapHead(char ch) { return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
                    std::string_view* joined) {
   if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
+  // Another rank's line glued at the end of this one is the line that wraps.
+  const std::string_view whole = first;
+  if (first[0] == '[') first.remove_prefix(LastGluedRankPrefix(first));
   // Cheap tests first, before any parse. A continuation has no header: a next
   // line that starts like this one (the same "host:pid:tid" or "[rankN]:"
   // prefix) is a line of its own, and so is one with an NCCL keyword.
@@ -599,7 +602,13 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   static const LiteralFinder kNccl("NCCL");
   if (kNccl.Find(first) == std::string_view::npos) return false;
   Family fam;
-  if (FindingStrength(rules, c, next, &fam).level != 0 || fam != Family::kOther) return false;
+  // A line cut after a blank ("… Watchdog caught ") was wrapped mid-sentence:
+  // its continuation may read as a PyTorch fragment by itself ("collective
+  // operation timeout: WorkNCCL(…) ran for …") and is still joined when the
+  // whole says strictly more than either part.
+  const Strength next_alone = FindingStrength(rules, c, next, &fam);
+  const bool mid_sentence = first.back() == ' ' && next[0] != '[' && fam == Family::kTorch;
+  if (!mid_sentence && (next_alone.level != 0 || fam != Family::kOther)) return false;
   Family first_fam;
   const Strength alone = FindingStrength(rules, c, first, &first_fam);
   if (first_fam == Family::kOther) return false;
@@ -608,6 +617,12 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   std::string_view j = c->arena.Store(both);
   const Strength with_next = FindingStrength(rules, c, j, &fam);
   if (with_next.level != 2 || (alone.level == 2 && with_next.captured <= alone.captured)) return false;
+  if (next_alone.level != 0 && with_next.captured <= next_alone.captured) return false;
+  if (whole.size() != first.size()) {  // the glued lines before it stay in front
+    std::string all(whole);
+    all.append(next.data(), next.size());
+    j = c->arena.Store(all);
+  }
   *joined = j;
   return true;
 }

@@ -737,9 +737,52 @@ void ParseHandlerPrefix(ParsedLine* out) {
 }
 }  // namespace
 
+namespace {
+
+// The length of a torchrun / PyTorch rank prefix at the start of s ("[default3]:",
+// "[rank3]:"), 0 if none; *kind is "[default" or "[rank".
+size_t RankPrefixLength(std::string_view s, std::string_view* kind) {
+  for (std::string_view k : {std::string_view("[default"), std::string_view("[rank")}) {
+    if (s.size() <= k.size() + 2 || s.compare(0, k.size(), k) != 0) continue;
+    size_t i = k.size();
+    const size_t digits = i;
+    while (i < s.size() && i - digits < 7 && IsDigit(s[i])) ++i;
+    if (i == digits || i + 1 >= s.size() || s[i] != ']' || s[i + 1] != ':') return 0;
+    *kind = k;
+    return i + 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+size_t GluedRankPrefix(std::string_view raw) {
+  if (raw.empty() || raw[0] != '[') return 0;
+  std::string_view kind;
+  const size_t first = RankPrefixLength(raw, &kind);
+  if (first == 0) return 0;
+  for (size_t at = raw.find(kind, first); at != std::string_view::npos; at = raw.find(kind, at + 1)) {
+    std::string_view k2;
+    if (RankPrefixLength(raw.substr(at), &k2) != 0 && k2 == kind) return at;
+  }
+  return 0;
+}
+
+size_t LastGluedRankPrefix(std::string_view raw) {
+  size_t last = 0;
+  for (size_t at = GluedRankPrefix(raw); at != 0; at = GluedRankPrefix(raw.substr(last))) last += at;
+  return last;
+}
+
 void LineParser::ParseFreshPieces(std::string_view raw, Arena* arena, ParsedLine* out, std::string_view* rest) {
   *rest = {};
   if (ParseRepeatedHeader(raw, out, rest)) return;
+  if (const size_t glued = GluedRankPrefix(raw)) {
+    ParseFreshPieces(raw.substr(0, glued), arena, out, rest);
+    // The second rank's line, and whatever is glued after it, are the next pieces.
+    *rest = raw.substr(glued);
+    return;
+  }
   Unwrap(raw, arena, out);
   if (out->binary) return;
   if (list_.next >= 0 && ContinueInterfaceList(arena, out)) return;

@@ -22,6 +22,14 @@
 
 namespace ncclscan {
 
+// Another rank's output glued onto a line ("[default0]:Grouping texts: 8%|…
+// examples/s][default2]:[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught…",
+// a progress bar redrawn without a newline): the position of the second
+// "[defaultN]:" / "[rankN]:" prefix of the kind the line starts with, 0 if none
+// (the parser splits the line there), and of the last such prefix.
+size_t GluedRankPrefix(std::string_view raw);
+size_t LastGluedRankPrefix(std::string_view raw);
+
 class LineParser {
  public:
   LineParser();

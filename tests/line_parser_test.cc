@@ -237,6 +237,24 @@ TEST(LineParser, GluedWithoutABlankSplitsAtTheHostName) {
   EXPECT_EQ(d.host, "<cluster_name>");
 }
 
+// A progress bar redrawn without a newline, then another rank's line: the
+// second "[defaultN]:" prefix starts a piece of its own.
+TEST(LineParser, AnotherRanksLineGluedAfterAProgressBarIsAPieceOfItsOwn) {
+  LineParser parser;
+  Arena arena;
+  std::vector<std::pair<int, std::string>> pieces;
+  parser.ParseEach("[default0]:Grouping texts:   8%| 726000/9672101 [02:32<30:38, 4866.01 examples/s][default2]:[E "
+                   "ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
+                   "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600888 "
+                   "milliseconds before timing out.",
+                   &arena, [&](ParsedLine& pl, int) { pieces.emplace_back(pl.local_rank_hint, std::string(pl.text)); });
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].first, 0);
+  EXPECT_EQ(pieces[1].first, 2);
+  EXPECT_EQ(pieces[1].second.rfind("[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught", 0), 0u) << pieces[1].second;
+  EXPECT_EQ(GluedRankPrefix("[rank1]:[E1122 x] [Rank 1] text [rank] no number [default1]: other kind"), 0u);
+}
+
 // Regression: ParseEach reported an empty physical line as one "other" line,
 // which changed the per-family counts.
 TEST(LineParser, ParseEachSkipsEmptyLinesAndInheritsHintsAcrossGluedPieces) {

@@ -197,6 +197,23 @@ TEST(Scanner, ACommunicatorPointerNamedInAnotherFileIsResolvedAtTheEnd) {
   EXPECT_NE(json.find("\"id\":\"0x1bd2e90488c35ff3\",\"nranks\":8"), std::string::npos) << json;
 }
 
+// The same, wrapped by the terminal after a blank: the glued line and its
+// continuation are joined, so rank 2 timed out (it is not an unknown error).
+TEST(Scanner, AGluedLineWrappedMidSentenceIsJoined) {
+  TempDir dir;
+  const std::string f = dir.Write(
+      "tee.log",
+      "[default0]:Grouping texts in chunks of 2049:   8%| 726000/9672101 [02:32<30:38, 4866.01 examples/s][default2]:[E "
+      "ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \n"
+      "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+      "ran for 600888 milliseconds before timing out.                   \n");
+  ScanOptions opts;
+  Analysis a = Analyze(Rules(), {f}, opts);
+  ASSERT_GE(a.diagnosis.primary, 0);
+  EXPECT_EQ(a.diagnosis.findings[a.diagnosis.primary].rule_id, "TORCH-WATCHDOG-TIMEOUT");
+  EXPECT_EQ(CompactRanks(a.diagnosis.findings[a.diagnosis.primary].ranks), "2");
+}
+
 // The determinism property on real lines: runs of lines of the real corpus
 // cases, shuffled between 2-5 files, at random chunk sizes, give the same JSON
 // at -j1, at -j4 and as one partial per file merged in reverse.
