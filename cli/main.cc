@@ -5,7 +5,13 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <fmt/format.h>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -293,6 +299,64 @@ int CmdTest(const std::vector<std::string>& args) {
   return r.failed ? kExitFindings : kExitOk;
 }
 
+// NCCLSCAN_PROGRESS_AFTER_MS: how long a scan runs before progress shows on
+// a terminal (default 1000; tests set it lower).
+int ProgressDelayMs() {
+  const char* v = getenv("NCCLSCAN_PROGRESS_AFTER_MS");
+  return v && *v ? std::max(0, atoi(v)) : 1000;
+}
+
+// Bytes (and the share of the inputs' size) read, throughput and time left,
+// redrawn on one stderr line four times a second while the scan runs, and
+// erased at the end. Nothing when `on` is false.
+class ProgressLine {
+ public:
+  ProgressLine(bool on, int delay_ms, const std::atomic<uint64_t>* read, const std::atomic<uint64_t>* total)
+      : read_(read), total_(total) {
+    if (!on) return;
+    thread_ = std::thread([this, delay_ms] { Run(delay_ms); });
+  }
+  ~ProgressLine() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (shown_) std::cerr << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  void Run(int delay_ms) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    std::unique_lock<std::mutex> l(mu_);
+    if (cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) return;
+    do {
+      const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      const uint64_t r = read_->load(std::memory_order_relaxed), t = total_->load(std::memory_order_relaxed);
+      const double rate = secs > 0 ? r / secs : 0;
+      std::string s = fmt::format("\rncclscan: {:.1f} MB read", r / 1e6);
+      if (t > 0 && r <= t) {
+        s += fmt::format(" of {:.1f} MB ({:.0f}%)", t / 1e6, 100.0 * r / t);
+      }
+      s += fmt::format(", {:.0f} MB/s", rate / 1e6);
+      if (t > 0 && r <= t && rate > 0) s += fmt::format(", about {:.0f} s left", (t - r) / rate);
+      std::cerr << s << "\x1b[K" << std::flush;
+      shown_ = true;
+    } while (!cv_.wait_for(l, std::chrono::milliseconds(250), [this] { return done_; }));
+  }
+
+  const std::atomic<uint64_t>* read_;
+  const std::atomic<uint64_t>* total_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool shown_ = false;
+};
+
 // scan: diagnose the inputs; partial: write their scan state to -o FILE;
 // merge: diagnose (or with -o, combine) partials.
 enum class ScanMode { kScan, kPartial, kMerge };
@@ -312,6 +376,7 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   desc.add_options()("glob,g", po::value(&globs), "");  // ripgrep's -g: include/exclude files (repeatable)
   desc.add_options()("hidden", "");                      // ripgrep's --hidden: walks read dot-files too
   desc.add_options()("quiet,q", "");  // grep's -q: no report, the exit status only
+  desc.add_options()("progress", "")("no-progress", "");  // default: on a terminal, past ~1 s
   desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
       "color", po::value(&color), "")("fail-on", po::value(&fail_on), "")("rules", po::value(&rule_dirs), "")(
       "disable", po::value(&disable), "")("verbose,v", "");
@@ -409,6 +474,15 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
       return kExitError;
     }
   } else {
+    // Progress on stderr: by default only when it is a terminal and the scan
+    // runs past about a second; never in the output streams.
+    const bool progress = !vm.count("no-progress") && (vm.count("progress") || isatty(2));
+    std::atomic<uint64_t> read{0}, total{0};
+    if (progress) {
+      opts.progress_bytes = &read;
+      opts.progress_total = &total;
+    }
+    ProgressLine line(progress, vm.count("progress") ? 0 : ProgressDelayMs(), &read, &total);
     a = Analyze(*rules, paths, opts);
   }
   a.diagnosis.job_id = job_id;

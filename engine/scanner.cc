@@ -312,6 +312,7 @@ class ChunkReader {
       }
       if (r == 0) break;
       bytes_[index_] += static_cast<uint64_t>(r);
+      if (opts_.progress_bytes) opts_.progress_bytes->fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
     }
     EndMember();
     if (failed_) return;
@@ -369,6 +370,7 @@ class ChunkReader {
           break;
         }
         bytes_[index_] += static_cast<uint64_t>(r);
+        if (opts_.progress_bytes) opts_.progress_bytes->fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
         // Fill the chunk completely (or to EOF) even from a pipe: chunk
         // boundaries must not depend on how the writer's data arrived, or the
         // output would (continuation lines inherit ranks within a chunk).

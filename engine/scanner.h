@@ -14,6 +14,7 @@
 #ifndef NCCLSCAN_ENGINE_SCANNER_H_
 #define NCCLSCAN_ENGINE_SCANNER_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ struct ScanOptions {
   // -g globs: ExpandInputs applies them to walked files, the reader to the
   // members of archives.
   GlobFilter globs;
+  // Progress for a terminal (cli): bytes read so far (decompressed), added to
+  // as the input stage reads; and the size on disk of the inputs, set by
+  // Analyze once they are known. Null: not counted. Results never depend on it.
+  std::atomic<uint64_t>* progress_bytes = nullptr;
+  std::atomic<uint64_t>* progress_total = nullptr;
 };
 
 class Scanner {

@@ -44,7 +44,7 @@ PLAN=(
   merge_memory_is_bounded merge_rejects_values_a_scan_never_makes flight_recorder_memory_is_bounded
   hidden_files_are_counted blank_lines_are_not_recognised command_name_that_is_also_a_path
   many_broken_rules_are_summarised quiet_prints_nothing_and_keeps_the_status short_version
-  did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color
+  did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color progress_on_a_terminal_never_in_pipes
 )
 pass=0
 fail=0
@@ -660,6 +660,20 @@ check empty_no_color_does_not_disable_color 1 sh -c 'NO_COLOR= script -qec "$1 $
 expect out_has $'\x1b\['
 also_run 1 sh -c 'NO_COLOR=1 script -qec "$1 $2" /dev/null' - "$NS" "$GOOD"
 expect out_lacks $'\x1b\['
+end
+
+# Progress: on a terminal's stderr once the scan runs past NCCLSCAN_PROGRESS_AFTER_MS
+# (default 1000), erased at the end; never when stderr is a pipe; --no-progress and
+# --progress force it off and on.
+check progress_on_a_terminal_never_in_pipes 0 sh -c 'NCCLSCAN_PROGRESS_AFTER_MS=0 script -qec "$1 -q --fail-on never $2" /dev/null' - "$NS" "$GOOD"
+expect out_has 'ncclscan: [0-9.]* MB read of [0-9.]* MB'
+also_run 0 sh -c 'NCCLSCAN_PROGRESS_AFTER_MS=0 script -qec "$1 -q --no-progress --fail-on never $2" /dev/null' - "$NS" "$GOOD"
+expect out_lacks 'MB read'
+also_run 0 env NCCLSCAN_PROGRESS_AFTER_MS=0 "$NS" --fail-on never "$GOOD"
+expect err_lacks 'MB read'
+expect out_lacks 'MB read'
+also_run 0 "$NS" -q --progress --fail-on never "$GOOD"
+expect err_has 'MB read'
 end
 
 # Blank lines are lines, but not recognised ones.
