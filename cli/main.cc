@@ -332,20 +332,32 @@ class ProgressLine {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     std::unique_lock<std::mutex> l(mu_);
-    if (cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) return;
+    if (cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) {
+      if (delay_ms == 0) Draw(start);  // forced on: at least once, even for a short scan
+      return;
+    }
     do {
-      const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-      const uint64_t r = read_->load(std::memory_order_relaxed), t = total_->load(std::memory_order_relaxed);
-      const double rate = secs > 0 ? r / secs : 0;
-      std::string s = fmt::format("\rncclscan: {:.1f} MB read", r / 1e6);
-      if (t > 0 && r <= t) {
-        s += fmt::format(" of {:.1f} MB ({:.0f}%)", t / 1e6, 100.0 * r / t);
-      }
-      s += fmt::format(", {:.0f} MB/s", rate / 1e6);
-      if (t > 0 && r <= t && rate > 0) s += fmt::format(", about {:.0f} s left", (t - r) / rate);
-      std::cerr << s << "\x1b[K" << std::flush;
-      shown_ = true;
-    } while (!cv_.wait_for(l, std::chrono::milliseconds(250), [this] { return done_; }));
+      Draw(start);
+      // Until the inputs' size is known, look again soon.
+    } while (!cv_.wait_for(l, std::chrono::milliseconds(shown_ ? 250 : 10), [this] { return done_; }));
+    if (delay_ms == 0 && !shown_) Draw(start);
+  }
+
+  // One redraw, once the inputs' size is known (Analyze sets it before reading).
+  void Draw(std::chrono::steady_clock::time_point start) {
+    const uint64_t t = total_->load(std::memory_order_relaxed);
+    if (t == kProgressTotalUnknown) return;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t r = read_->load(std::memory_order_relaxed);
+    const double rate = secs > 0 ? r / secs : 0;
+    std::string s = fmt::format("\rncclscan: {:.1f} MB read", r / 1e6);
+    if (t > 0 && r <= t) {
+      s += fmt::format(" of {:.1f} MB ({:.0f}%)", t / 1e6, 100.0 * r / t);
+    }
+    s += fmt::format(", {:.0f} MB/s", rate / 1e6);
+    if (t > 0 && r <= t && rate > 0) s += fmt::format(", about {:.0f} s left", (t - r) / rate);
+    std::cerr << s << "\x1b[K" << std::flush;
+    shown_ = true;
   }
 
   const std::atomic<uint64_t>* read_;
@@ -477,7 +489,7 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
     // Progress on stderr: by default only when it is a terminal and the scan
     // runs past about a second; never in the output streams.
     const bool progress = !vm.count("no-progress") && (vm.count("progress") || isatty(2));
-    std::atomic<uint64_t> read{0}, total{0};
+    std::atomic<uint64_t> read{0}, total{kProgressTotalUnknown};
     if (progress) {
       opts.progress_bytes = &read;
       opts.progress_total = &total;

@@ -594,10 +594,10 @@ void GoldenCase(const std::string& dir, const Analysis& a, const CorpusOptions& 
   if (want == got) return;
   size_t line = 1, i = 0;
   for (; i < want.size() && i < got.size() && want[i] == got[i]; ++i) line += want[i] == '\n';
-  auto line_at = [](const std::string& s, size_t i) {
-    size_t b = s.rfind('\n', i == 0 ? 0 : i - 1);
+  auto line_at = [](const std::string& s, size_t at) {
+    size_t b = s.rfind('\n', at == 0 ? 0 : at - 1);
     b = b == std::string::npos ? 0 : b + 1;
-    size_t e = s.find('\n', i);
+    size_t e = s.find('\n', at);
     return s.substr(b, (e == std::string::npos ? s.size() : e) - b);
   };
   // One failure per case: a case that passed its expectations fails now.

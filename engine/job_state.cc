@@ -287,6 +287,23 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   return NewSubject(std::move(key), std::move(s));
 }
 
+namespace {
+
+// A communicator key names the pointer first and may go on after it ("0x55d0…
+// 2f": one call of that communicator): the key with its pointer replaced by
+// the commId `ptrs` gives it, or false when `ptrs` does not know the pointer.
+bool TranslateCommKey(const std::map<std::string, std::string, std::less<>>& ptrs, std::string_view key,
+                      std::string* out) {
+  const size_t sp = key.find(' ');
+  auto it = ptrs.find(key.substr(0, sp));
+  if (it == ptrs.end()) return false;
+  *out = it->second;
+  if (sp != std::string_view::npos) out->append(key.substr(sp));
+  return true;
+}
+
+}  // namespace
+
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
                        const EvidenceRef& ev) {
   const FactSpec& spec = rules_->facts()[fact];
@@ -294,18 +311,12 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   FactValue* fv;
   bool fresh;
   if (spec.keyed) {
-    // Communicator keys are pointers until an Init line names the commId. A
-    // key may go on after the pointer ("0x55d0… 2f": one call of that
-    // communicator); only the pointer is translated.
+    // Communicator keys are pointers until an Init line of this file names
+    // the commId (the others are folded by ResolvePointerComms).
     std::string translated;
-    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < file_comm_ptr_.size()) {
-      const size_t sp = key.find(' ');
-      auto it = file_comm_ptr_[si].find(key.substr(0, sp));
-      if (it != file_comm_ptr_[si].end()) {
-        translated = it->second;
-        if (sp != std::string_view::npos) translated.append(key.substr(sp));
-        key = translated;
-      }
+    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < file_comm_ptr_.size() &&
+        TranslateCommKey(file_comm_ptr_[si], key, &translated)) {
+      key = translated;
     }
     if (key.empty()) key = "-";
     auto& m = s->keyed.At(fact);
@@ -667,11 +678,9 @@ void JobState::ResolvePointerComms() {
       const FactSpec& spec = rules_->facts()[f];
       if (spec.key_kind != "comm") continue;
       std::vector<std::pair<std::string, std::string>> moves;  // old key, new key
+      std::string translated;
       for (const auto& kv : m) {
-        const size_t sp = kv.first.find(' ');
-        auto p = comm_ptr_[si].find(std::string_view(kv.first).substr(0, sp));
-        if (p == comm_ptr_[si].end()) continue;
-        moves.emplace_back(kv.first, p->second + (sp == std::string::npos ? "" : kv.first.substr(sp)));
+        if (TranslateCommKey(comm_ptr_[si], kv.first, &translated)) moves.emplace_back(kv.first, translated);
       }
       for (auto& [from, to] : moves) {
         auto it = m.find(from);

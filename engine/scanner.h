@@ -50,6 +50,9 @@ struct ScanOptions {
   std::atomic<uint64_t>* progress_total = nullptr;
 };
 
+// progress_total before Analyze has measured the inputs.
+inline constexpr uint64_t kProgressTotalUnknown = ~uint64_t{0};
+
 class Scanner {
  public:
   Scanner(const RuleSet* rules, ScanOptions opts) : rules_(rules), opts_(opts) {}

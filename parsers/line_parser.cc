@@ -164,7 +164,7 @@ bool ParseHostPidTid(std::string_view tok, ParsedLine* line) {
   if (!(host.front() == '<' && host.back() == '>')) {
     for (size_t i = host.size(); i > 0; --i) {
       const char ch = host[i - 1];
-      if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_') {
+      if (!IsHostChar(ch)) {
         if (i < host.size()) host = host.substr(i);
         break;
       }
@@ -285,7 +285,7 @@ std::string_view SplitGlued(std::string_view msg, std::string_view* rest) {
       const size_t host_end = static_cast<size_t>(tmp.host.data() - msg.data()) + tmp.host.size();
       for (size_t i = host_end; i > h; --i) {
         const char ch = msg[i - 1];
-        if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_' && ch != ':' && ch != '/') {
+        if (!IsHostChar(ch) && ch != ':' && ch != '/') {
           h = i;
           break;
         }

@@ -13,6 +13,8 @@ namespace ncclscan {
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+// A character of a host name as NCCL prints it: letters, digits, '.', '-', '_'.
+inline bool IsHostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '.' || c == '-' || c == '_'; }
 inline bool StartsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
 }

@@ -221,7 +221,7 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
   // of a line glued in front, for the general parse (ParseHostPidTid) to cut.
   for (size_t k = 0; k < host_len; ++k) {
     const char ch = s[k];
-    if (!IsAlpha(ch) && !IsDigit(ch) && ch != '.' && ch != '-' && ch != '_') return false;
+    if (!IsHostChar(ch)) return false;
   }
   int64_t num[2];
   for (int part = 0; part < 2; ++part) {
