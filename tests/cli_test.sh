@@ -289,7 +289,9 @@ check rules_list_json 0 "$NS" rules --list --format json
 expect is_json
 expect json_eq '[(r["kind"], r["source"], r["enabled"]) for r in d["rules"] if r["id"] == "DIVERGENT-RANK"]' \
   "[('extreme', 'rules/correlations.yaml', True)]"
-expect json_eq 'sorted(d["rules"][0])' "['category', 'enabled', 'id', 'kind', 'line', 'severity', 'source', 'title']"
+expect json_eq 'sorted(d["rules"][0])' "['category', 'enabled', 'id', 'kind', 'known_issues', 'line', 'references', 'severity', 'source', 'title']"
+# Known issues (docs/rules.md §2): each with its url, the versions it affects and the fixing release.
+expect json_eq 'all(sorted(k) == ["affected", "affected_only", "component", "fixed_in", "title", "url"] and k["url"] in r["references"] for r in d["rules"] for k in r["known_issues"])' True
 end
 check disable_flag 0 "$NS" --disable NCCL-CONNECT-FAILED --format json --fail-on never "$GOOD"
 expect json_eq '"NCCL-CONNECT-FAILED" in [f["rule"] for f in d["findings"]]' False
