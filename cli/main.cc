@@ -187,8 +187,12 @@ void ExplainReferences(const std::vector<std::string>& refs, const std::vector<K
   for (const auto& k : issues) {
     const std::string lib = k.component == "torch" ? "PyTorch" : "NCCL";
     out << "  known:     " << k.title << " (" << k.url.value << "): ";
-    if (!k.affected_range.empty()) out << lib << " " << k.affected_range.text() << ", ";
-    out << (k.fixed_in.value.empty() ? "no fixed release yet" : "fixed in " + lib + " " + k.fixed_in.value);
+    if (k.affected_range.every()) {
+      out << "every " << lib << " release";
+    } else {
+      if (!k.affected_range.empty()) out << lib << " " << k.affected_range.text() << ", ";
+      out << (k.fixed_in.value.empty() ? "not fixed in any release" : "fixed in " + lib + " " + k.fixed_in.value);
+    }
     if (k.affected_only) out << "; fires only where the log's " << lib << " is affected (or unknown)";
     out << "\n";
   }

@@ -462,7 +462,11 @@ std::string KnownIssueLine(const KnownIssueNote& n) {
   for (size_t i = 0; i < n.versions.size() && i < 3; ++i) versions += (i ? ", " : "") + n.versions[i];
   if (n.versions.size() > 3) versions += fmt::format(" and {} more", n.versions.size() - 3);
   std::string out = "known issue: " + k.title + " (" + k.url.value + ")";
-  out += k.fixed_in.value.empty() ? ", no fixed " + lib + " release yet" : ", fixed in " + lib + " " + k.fixed_in.value;
+  if (k.affected_range.every() && k.fixed_in.value.empty()) {
+    // A mechanism of the environment or of usage: no release has or lacks it.
+    return out + ", applies to every " + lib + " release";
+  }
+  out += k.fixed_in.value.empty() ? ", not fixed in any " + lib + " release" : ", fixed in " + lib + " " + k.fixed_in.value;
   if (n.status == "affected") {
     out += "; this log's " + lib + " " + versions + (n.versions.size() == 1 ? " is" : " are") + " affected";
   } else if (n.status == "fixed") {

@@ -84,6 +84,7 @@ bool VersionRange::Parse(std::string_view text, std::string* error, size_t* offs
   text_ = std::string(Trim(text));
   if (!ParseBounds(text, error, offset)) {
     bounds_.clear();  // a half-read range must not be judged against
+    every_ = false;
     return false;
   }
   return true;
@@ -91,6 +92,8 @@ bool VersionRange::Parse(std::string_view text, std::string* error, size_t* offs
 
 bool VersionRange::ParseBounds(std::string_view text, std::string* error, size_t* offset) {
   bounds_.clear();
+  every_ = Trim(text) == "*";
+  if (every_) return true;
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
@@ -128,6 +131,7 @@ bool VersionRange::ParseBounds(std::string_view text, std::string* error, size_t
 }
 
 bool VersionRange::Contains(const Version& v) const {
+  if (every_) return v.ok();
   if (bounds_.empty() || !v.ok()) return false;
   for (const Bound& b : bounds_) {
     const int c = CompareVersions(v, b.version);

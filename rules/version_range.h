@@ -32,7 +32,9 @@ int CompareVersions(const Version& a, const Version& b);
 
 // A conjunction of comparisons, written "OP VERSION" and joined by ',':
 // ">=2.19.1,<2.21.5", "<2.19", "==2.18.3". OP is one of >= > <= < == (a bare
-// version means ==; "==2.19" is every 2.19.x). The empty range contains nothing.
+// version means ==; "==2.19" is every 2.19.x). "*" is every release (a
+// mechanism of the environment or of usage, not of one release). The empty
+// range contains nothing.
 class VersionRange {
  public:
   enum class Op { kGe, kGt, kLe, kLt, kEq };
@@ -45,13 +47,15 @@ class VersionRange {
   // and *offset the byte of `text` it is about.
   bool Parse(std::string_view text, std::string* error, size_t* offset);
   bool Contains(const Version& v) const;
-  bool empty() const { return bounds_.empty(); }
+  bool empty() const { return bounds_.empty() && !every_; }
+  bool every() const { return every_; }
   const std::string& text() const { return text_; }
   const std::vector<Bound>& bounds() const { return bounds_; }
 
  private:
   bool ParseBounds(std::string_view text, std::string* error, size_t* offset);
   std::vector<Bound> bounds_;
+  bool every_ = false;
   std::string text_;
 };
 

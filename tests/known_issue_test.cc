@@ -46,6 +46,7 @@ TEST(VersionRange, ContainsTable) {
       {"<2.19", "2.19.0", false},             {"==2.19", "2.19.4", true},
       {"==2.19", "2.20.3", false},            {"2.25.1", "2.25.1", true},
       {"> 2.26.2, <= 2.27.3", "2.27.3", true}, {">2.26.2", "2.26.2", false},
+      {"*", "2.4.8", true},
   };
   for (const RangeRow& r : rows) {
     VersionRange range;
