@@ -1,5 +1,6 @@
 #include "rules/rule_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -222,11 +223,15 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
   if (n.IsScalar()) entries.push_back(n);
   else for (const auto& e : n) entries.push_back(e);
   int affected_only = 0;
+  // `references` lists each URL once: several known issues may cite one release note.
+  auto add_url = [urls](const std::string& u) {
+    if (std::find(urls->begin(), urls->end(), u) == urls->end()) urls->push_back(u);
+  };
   for (const YAML::Node& e : entries) {
     if (e.IsScalar()) {
       Located<std::string> u;
       // A plain reference stays free text as it always was (reports escape it).
-      if (Scalar(e, "reference", &u)) urls->push_back(u.value);
+      if (Scalar(e, "reference", &u)) add_url(u.value);
       continue;
     }
     if (!e.IsMap()) {
@@ -283,7 +288,7 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
       Error(k.affected_only_pos, "E-BAD-VALUE", "only one reference of a rule may say affected_only",
             "the rule's finding is one known issue; give it the affected range of that one");
     }
-    urls->push_back(k.url.value);
+    add_url(k.url.value);
     issues->push_back(std::move(k));
   }
 }
