@@ -6,7 +6,8 @@ namespace ncclscan {
 
 const std::vector<EngineFact>& EngineFacts() {
   static const std::vector<EngineFact> kFacts = {
-      {"nccl_version", MergeMode::kLast, false, "", "the report's per-rank summary and the corpus runner"},
+      {"nccl_version", MergeMode::kLast, false, "", "the report's per-rank summary, the corpus runner and known issues"},
+      {"torch_version", MergeMode::kLast, false, "", "known issues of component torch (the versions they affect)"},
       {"network", MergeMode::kLast, false, "", "the report's per-rank summary"},
       {"inter_transport", MergeMode::kSet, false, "", "the report's per-rank summary"},
       {"init_start", MergeMode::kFirst, false, "", "the identity events (Init START)"},
