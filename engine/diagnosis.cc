@@ -214,11 +214,12 @@ void MergeSameProblem(std::vector<Finding>* fs) {
 // The versions of `fact` (nccl_version, torch_version) that finding f's
 // subjects run: its ranks and host:pid subjects, else the processes of its
 // hosts; when none of those printed one, every version the job printed.
-std::vector<std::string> VersionsFor(const JobState& state, const Finding& f, int fact) {
+std::vector<std::string> VersionsFor(const JobState& state, const std::vector<int>& live, const Finding& f,
+                                     int fact) {
   std::set<std::string> mine, hosts, job;
   const std::set<int> ranks(f.ranks.begin(), f.ranks.end());
   const std::set<std::string> others(f.others.begin(), f.others.end()), on(f.hosts.begin(), f.hosts.end());
-  for (int i : state.LiveSubjects()) {
+  for (int i : live) {
     const Subject& s = state.subjects()[i];
     const FactValue* v = s.Get(fact);
     if (!v || v->value.empty()) continue;
@@ -260,6 +261,7 @@ void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
   }
   if (of.empty()) return;
   const int nccl = rules.FindFact("nccl_version"), torch = rules.FindFact("torch_version");
+  const std::vector<int> live = state.LiveSubjects();
   std::vector<Finding> kept;
   for (Finding& f : *fs) {
     auto it = of.find(f.rule_id);
@@ -271,7 +273,7 @@ void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
     bool drop = false;
     for (const KnownIssue& k : *it->second) {
       const int fact = k.component == "torch" ? torch : nccl;
-      KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, f, fact));
+      KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, live, f, fact));
       drop |= k.affected_only && (n.status == "fixed" || n.status == "not_affected");
       f.known_issues.push_back(std::move(n));
     }
