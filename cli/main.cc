@@ -184,6 +184,29 @@ int CmdRules(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// explain's "see:" lines (plain references) and "known:" lines (known issues,
+// with the releases they affect and the one that fixes them).
+void ExplainReferences(const std::vector<std::string>& refs, const std::vector<KnownIssue>& issues,
+                       std::ostream& out) {
+  for (const auto& ref : refs) {
+    bool known = false;
+    for (const auto& k : issues) known |= k.url.value == ref;
+    if (!known) out << "  see:       " << ref << "\n";
+  }
+  for (const auto& k : issues) {
+    const std::string lib = k.component == "torch" ? "PyTorch" : "NCCL";
+    out << "  known:     " << k.title << " (" << k.url.value << "): ";
+    if (k.affected_range.every()) {
+      out << "every " << lib << " release";
+    } else {
+      if (!k.affected_range.empty()) out << lib << " " << k.affected_range.text() << ", ";
+      out << (k.fixed_in.value.empty() ? "not fixed in any release" : "fixed in " + lib + " " + k.fixed_in.value);
+    }
+    if (k.affected_only) out << "; fires only where the log's " << lib << " is affected (or unknown)";
+    out << "\n";
+  }
+}
+
 int CmdExplain(const std::vector<std::string>& args) {
   po::options_description desc;
   std::vector<std::string> dirs, ids;
@@ -239,7 +262,7 @@ int CmdExplain(const std::vector<std::string>& args) {
       }
       for (const auto& ex : s.match) out << "  matches:   " << ex.line.value << "\n";
       for (const auto& ex : s.no_match) out << "  not:       " << ex.line.value << "\n";
-      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
+      ExplainReferences(s.references, s.known_issues, out);
     } else if (c) {
       const CorrelationRule& s = c->spec;
       out << s.id.value << ": " << s.title << "\n";
@@ -252,7 +275,7 @@ int CmdExplain(const std::vector<std::string>& args) {
       out << "  why:       " << s.finding.explanation.value << "\n";
       if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
       for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
-      for (const auto& ref : s.references) out << "  see:       " << ref << "\n";
+      ExplainReferences(s.references, s.known_issues, out);
     } else {
       Error("no rule with id '" + id + "' (see 'ncclscan rules --list')");
       rc = kExitError;

@@ -211,6 +211,77 @@ void MergeSameProblem(std::vector<Finding>* fs) {
   *fs = std::move(out);
 }
 
+// The versions of `fact` (nccl_version, torch_version) that finding f's
+// subjects run: its ranks and host:pid subjects, else the processes of its
+// hosts; when none of those printed one, every version the job printed.
+std::vector<std::string> VersionsFor(const JobState& state, const std::vector<int>& live, const Finding& f,
+                                     int fact) {
+  std::set<std::string> mine, hosts, job;
+  const std::set<int> ranks(f.ranks.begin(), f.ranks.end());
+  const std::set<std::string> others(f.others.begin(), f.others.end()), on(f.hosts.begin(), f.hosts.end());
+  for (int i : live) {
+    const Subject& s = state.subjects()[i];
+    const FactValue* v = s.Get(fact);
+    if (!v || v->value.empty()) continue;
+    job.insert(v->value);
+    if ((s.rank >= 0 && ranks.count(s.rank)) || others.count(s.label)) mine.insert(v->value);
+    else if (on.count(s.host)) hosts.insert(v->value);
+  }
+  const std::set<std::string>& use = !mine.empty() ? mine : (!hosts.empty() ? hosts : job);
+  return std::vector<std::string>(use.begin(), use.end());
+}
+
+KnownIssueNote Judge(const KnownIssue& k, std::vector<std::string> versions) {
+  KnownIssueNote n;
+  n.issue = &k;
+  bool any = false, affected = false, fixed = false;
+  for (const auto& text : versions) {
+    Version v;
+    if (!ParseVersion(text, &v)) continue;
+    any = true;
+    affected |= k.Affects(v);
+    fixed |= k.fixed_version.ok() && CompareVersions(v, k.fixed_version) >= 0;
+  }
+  n.status = !any ? "unknown" : affected ? "affected" : fixed ? "fixed" : "not_affected";
+  n.versions = std::move(versions);
+  return n;
+}
+
+// Notes each finding's known issues against the versions the log runs, and
+// drops a version-bound finding (its rule's `affected_only` issue) where every
+// version its subjects run is known and unaffected (docs/rules.md §2).
+void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
+  const RuleSet& rules = state.rules();
+  std::map<std::string, const std::vector<KnownIssue>*> of;
+  for (const auto& r : rules.rules()) {
+    if (!r.spec.known_issues.empty()) of[r.spec.id.value] = &r.spec.known_issues;
+  }
+  for (const auto& c : rules.correlations()) {
+    if (!c.spec.known_issues.empty()) of[c.spec.id.value] = &c.spec.known_issues;
+  }
+  if (of.empty()) return;
+  const int nccl = rules.fact(Fact::kNcclVersion), torch = rules.fact(Fact::kTorchVersion);
+  const std::vector<int> live = state.LiveSubjects();
+  std::vector<Finding> kept;
+  for (Finding& f : *fs) {
+    auto it = of.find(f.rule_id);
+    if (it == of.end()) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    f.known_issues.clear();
+    bool drop = false;
+    for (const KnownIssue& k : *it->second) {
+      const int fact = k.component == "torch" ? torch : nccl;
+      KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, live, f, fact));
+      drop |= k.affected_only && (n.status == "fixed" || n.status == "not_affected");
+      f.known_issues.push_back(std::move(n));
+    }
+    if (!drop) kept.push_back(std::move(f));
+  }
+  *fs = std::move(kept);
+}
+
 }  // namespace
 
 namespace {
@@ -240,6 +311,9 @@ Diagnosis Diagnose(const JobState& state) {
   std::vector<Finding>& fs = d.findings;
   RunGuarded("line findings", &d.internal_errors, [&] { LineFindings(state, &fs); });
   RunCorrelations(state, &fs, &d.internal_errors);
+  // Before causality: a version-bound finding the log's version rules out
+  // explains nothing.
+  RunGuarded("known issues", &d.internal_errors, [&] { JudgeKnownIssues(state, &fs); });
 
   // Causality: a finding that explains another turns it into a cascade.
   const RuleSet& rules = state.rules();
@@ -275,6 +349,7 @@ Diagnosis Diagnose(const JobState& state) {
         "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + f.category + "|" + NormaliseKey(f.group, job_hosts)));
   }
   MergeSameProblem(&fs);
+  JudgeKnownIssues(state, &fs);  // again on the pooled subjects of merged findings
   // Rules whose line names a peer that closed or refused the connection: the
   // printer is that peer's victim (PEER-CLOSED-STORM names the peer).
   std::set<std::string> names_peer;

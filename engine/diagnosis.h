@@ -14,6 +14,17 @@
 
 namespace ncclscan {
 
+// What one known issue of a finding's rule says about this log: whether the
+// version the log runs has it.
+struct KnownIssueNote {
+  const KnownIssue* issue = nullptr;  // owned by the RuleSet, which outlives every Diagnosis
+  // affected: a version the log runs is affected; fixed: none is, one is at or
+  // after fixed_in; not_affected: none is, none has the fix (older than the
+  // issue); unknown: the log names no version of the component.
+  std::string status;
+  std::vector<std::string> versions;  // the versions judged: the finding's subjects', else the job's
+};
+
 struct Finding {
   std::string rule_id;
   std::string kind;  // "line" or the correlation kind
@@ -25,6 +36,7 @@ struct Finding {
   std::string explanation;
   std::string remediation;
   std::vector<std::string> references;
+  std::vector<KnownIssueNote> known_issues;  // one per structured reference of the rule
   std::vector<int> ranks;
   std::vector<std::string> hosts;
   std::vector<std::string> others;  // subjects without a known rank (host:pid, file)

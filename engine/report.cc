@@ -154,6 +154,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   const Counters& c = st.counters();
   j.BeginObject();
   j.KV("schema", kSchemaVersion);
+  j.KV("schema_version", kSchemaMinorVersion);
   j.Key("tool");
   j.BeginObject();
   j.KV("name", "ncclscan");
@@ -392,6 +393,30 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     j.BeginArray();
     for (const auto& r : f.references) j.String(r);
     j.EndArray();
+    j.Key("known_issues");
+    j.BeginArray();
+    for (const KnownIssueNote& n : f.known_issues) {
+      const KnownIssue& k = *n.issue;
+      j.BeginObject();
+      j.KV("url", k.url.value);
+      j.KV("title", Bounded(k.title));
+      j.KV("component", k.component);
+      j.Key("affected");
+      if (k.affected.value.empty()) j.Null();
+      else j.String(k.affected_range.text());
+      j.Key("fixed_in");
+      if (k.fixed_in.value.empty()) j.Null();
+      else j.String(k.fixed_in.value);
+      j.Key("affected_only");
+      j.Bool(k.affected_only);
+      j.KV("status", n.status);
+      j.Key("versions");
+      j.BeginArray();
+      for (const auto& v : n.versions) j.String(v);
+      j.EndArray();
+      j.EndObject();
+    }
+    j.EndArray();
     j.Key("explained_by");
     j.BeginArray();
     for (const auto& e : f.explained_by) j.String(e);
@@ -433,6 +458,31 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.EndObject();
   j.str() += '\n';
   return j.str();
+}
+
+std::string KnownIssueLine(const KnownIssueNote& n) {
+  const KnownIssue& k = *n.issue;
+  const std::string lib = k.component == "torch" ? "PyTorch" : "NCCL";
+  std::string versions;
+  for (size_t i = 0; i < n.versions.size() && i < 3; ++i) versions += (i ? ", " : "") + n.versions[i];
+  if (n.versions.size() > 3) versions += fmt::format(" and {} more", n.versions.size() - 3);
+  std::string out = "known issue: " + k.title + " (" + k.url.value + ")";
+  if (k.affected_range.every() && k.fixed_in.value.empty()) {
+    // A mechanism of the environment or of usage: no release has or lacks it.
+    return out + ", applies to every " + lib + " release";
+  }
+  out += k.fixed_in.value.empty() ? ", not fixed in any " + lib + " release" : ", fixed in " + lib + " " + k.fixed_in.value;
+  if (n.status == "affected") {
+    out += "; this log's " + lib + " " + versions + (n.versions.size() == 1 ? " is" : " are") + " affected";
+  } else if (n.status == "fixed") {
+    out += "; should be fixed in this version (" + lib + " " + versions + "): if it still happens, look further";
+  } else if (n.status == "not_affected") {
+    out += "; this log's " + lib + " " + versions + " is outside the affected releases (" + k.affected_range.text() + ")";
+  } else {
+    out += "; the log does not say its " + lib + " version" +
+           (k.affected_only ? ", so the finding stands unconfirmed" : "");
+  }
+  return out;
 }
 
 namespace {
@@ -734,6 +784,10 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
     if (!f.remediation.empty()) {
       out += "    " + sty.Wrap("32", "fix: ") + WrapColumns(safe(f.remediation), 9, 6, width) + "\n";
     }
+    for (const KnownIssueNote& k : f.known_issues) {
+      out += "    " + sty.Wrap("35", "known issue: ") +
+             WrapColumns(safe(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)), 17, 6, width) + "\n";
+    }
   }
   if (omitted) {
     out += "\n" +
@@ -821,6 +875,9 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
     out += "**Why:** " + text(f.explanation) + "  \n";
     if (!f.result.empty()) out += "**NCCL returned:** " + text(f.result) + "  \n";
     if (!f.remediation.empty()) out += "**Fix:** " + text(f.remediation) + "  \n";
+    for (const KnownIssueNote& k : f.known_issues) {
+      out += "**Known issue:** " + text(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)) + "  \n";
+    }
     out += "**Fingerprint:** " + MarkdownCodeSpan(f.fingerprint) + "\n";
     if (!f.evidence.empty()) {
       std::vector<std::string> lines;
@@ -943,6 +1000,8 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
     const std::string& title;
     const SourcePos& pos;
     bool enabled;
+    const std::vector<std::string>& references;
+    const std::vector<KnownIssue>& known_issues;
   };
   static const std::string kLine = "line";
   std::vector<Row> rows;
@@ -950,14 +1009,14 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
     for (const auto& r : rs) {
       const LineRule& s = r.spec;
       rows.push_back({s.id.value, kLine, s.category, s.finding.present ? SeverityName(s.finding.severity) : nullptr,
-                      s.title, s.id.pos, enabled});
+                      s.title, s.id.pos, enabled, s.references, s.known_issues});
     }
   };
   auto add_correlations = [&](const std::vector<CompiledCorrelation>& cs, bool enabled) {
     for (const auto& c : cs) {
       const CorrelationRule& s = c.spec;
       rows.push_back({s.id.value, s.kind.value, s.category, SeverityName(s.finding.severity), s.title, s.id.pos,
-                      enabled});
+                      enabled, s.references, s.known_issues});
     }
   };
   add_rules(rules.rules(), true);
@@ -989,6 +1048,24 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
     j.KVInt("line", r.pos.line);
     j.Key("enabled");
     j.Bool(r.enabled);
+    j.Key("references");
+    j.BeginArray();
+    for (const auto& u : r.references) j.String(u);
+    j.EndArray();
+    j.Key("known_issues");
+    j.BeginArray();
+    for (const KnownIssue& k : r.known_issues) {
+      j.BeginObject();
+      j.KV("url", k.url.value);
+      j.KV("title", k.title);
+      j.KV("component", k.component);
+      j.KV("affected", k.affected_range.text());
+      j.KV("fixed_in", k.fixed_in.value);
+      j.Key("affected_only");
+      j.Bool(k.affected_only);
+      j.EndObject();
+    }
+    j.EndArray();
     j.EndObject();
   }
   j.EndArray();

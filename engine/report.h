@@ -15,6 +15,9 @@
 namespace ncclscan {
 
 inline constexpr const char* kSchemaVersion = "ncclscan.diagnosis/1";
+// major.minor of the JSON document: the major is the "/1" of kSchemaVersion
+// (a breaking change bumps both); a minor adds fields. 1.1: findings[].known_issues.
+inline constexpr const char* kSchemaMinorVersion = "1.1";
 const char* ToolVersion();
 
 // Bounds on what a report prints (the rest is counted: "and N more"), so that
@@ -47,6 +50,11 @@ std::string RuleChangesLine(const RuleSet& rules);
 std::string RenderText(const JobState& state, const Diagnosis& d, const ReportOptions& opts);
 std::string RenderMarkdown(const JobState& state, const Diagnosis& d, const ReportOptions& opts = {});
 
+// One known issue of a finding as the text and markdown reports say it:
+// "known issue: TITLE (URL), fixed in NCCL 2.21.5; this log's NCCL 2.19.3 is
+// affected" (or "should be fixed in this version (NCCL 2.22.3)", ...).
+std::string KnownIssueLine(const KnownIssueNote& n);
+
 // The per-rank table (--ranks): rank, host, pid, devices, NCCL version,
 // transport, last sequence, first error; text columns or a markdown table.
 std::string RenderRankTable(const JobState& state, bool markdown);
@@ -54,7 +62,7 @@ std::string RenderRankTable(const JobState& state, bool markdown);
 // `ncclscan rules --list`: every rule and correlation, the disabled ones last.
 // Text: one aligned row each (id, kind, severity, category, title). JSON:
 // {"rules": [{id, kind, category, severity (null for fact-only rules), title,
-// source, line, enabled}]}.
+// source, line, enabled, references, known_issues}]}.
 std::string RenderRuleList(const RuleSet& rules, bool json);
 
 }  // namespace ncclscan

@@ -6,7 +6,7 @@ namespace ncclscan {
 
 const std::vector<EngineFact>& EngineFacts() {
   static const std::vector<EngineFact> kFacts = {
-      {Fact::kNcclVersion, "nccl_version", MergeMode::kLast, false, "", "the report's per-rank summary, the run's story and the corpus runner"},
+      {Fact::kNcclVersion, "nccl_version", MergeMode::kLast, false, "", "the report's per-rank summary, the run's story, the corpus runner and known issues"},
       {Fact::kNetwork, "network", MergeMode::kLast, false, "", "the report's per-rank summary and the run's story"},
       {Fact::kInterTransport, "inter_transport", MergeMode::kSet, false, "", "the report's per-rank summary and the run's story"},
       {Fact::kInitStart, "init_start", MergeMode::kFirst, false, "", "the identity events (Init START) and the run's story"},
@@ -44,7 +44,7 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kP2pChannels, "p2p_channels", MergeMode::kCount, false, "", "the run's story (connect)"},
       {Fact::kShmChannels, "shm_channels", MergeMode::kCount, false, "", "the run's story (connect)"},
       {Fact::kGdr, "gdr", MergeMode::kLast, false, "", "the run's story (connect)"},
-      {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, "", "the report's versions"},
+      {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, "", "the report's versions and known issues of component torch"},
   };
   return kFacts;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "parsers/parsed_line.h"
+#include "rules/version_range.h"
 
 namespace ncclscan {
 
@@ -64,6 +65,30 @@ struct FindingSpec {
   Located<std::string> owner;
 };
 
+// A structured entry of a rule's `references:` (docs/rules.md §2, "Known
+// issues"): a mechanism established upstream (an NCCL issue or pull request,
+// a release note, a PyTorch fix), the releases it affects and the one that
+// fixes it. A plain URL entry is a reference, not a known issue.
+struct KnownIssue {
+  Located<std::string> url;
+  std::string title;
+  std::string component = "nccl";  // nccl | torch: whose version `affected` and `fixed_in` name
+  Located<std::string> affected;   // as written, e.g. ">=2.19.1,<2.21.5"
+  VersionRange affected_range;     // parsed; empty when not given (then "<fixed_in")
+  Located<std::string> fixed_in;   // "" = no fixed release (yet)
+  Version fixed_version;
+  // `affected_only: true`: the rule's finding is this issue, so it fires only
+  // where the log's version is affected (or not known). At most one per rule.
+  bool affected_only = false;
+  SourcePos affected_only_pos;
+
+  // Whether version v (of `component`) has the issue.
+  bool Affects(const Version& v) const {
+    if (!affected_range.empty()) return affected_range.Contains(v);
+    return fixed_version.ok() && v.ok() && CompareVersions(v, fixed_version) < 0;
+  }
+};
+
 struct Lookup {
   std::string name;
   Located<std::string> from;
@@ -112,7 +137,8 @@ struct LineRule {
   bool fallback = false;
   SourcePos fallback_pos;
   FindingSpec finding;
-  std::vector<std::string> references;
+  std::vector<std::string> references;  // every URL, known issues' included
+  std::vector<KnownIssue> known_issues;
   std::vector<Example> match;
   std::vector<Example> no_match;
   std::string source_file;
@@ -151,7 +177,8 @@ struct CorrelationRule {
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
   Located<std::string> check;       // collective: which check of the consensus model (engine/consensus.h)
   FindingSpec finding;
-  std::vector<std::string> references;
+  std::vector<std::string> references;  // every URL, known issues' included
+  std::vector<KnownIssue> known_issues;
   std::string source_file;
   bool enabled = true;  // `enabled: false`: loaded and checked but not run
 };

@@ -1,5 +1,6 @@
 #include "rules/rule_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -198,6 +199,100 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
 }
 
+// Where byte `offset` of scalar `n`'s value is in the file: a quoted scalar's
+// mark is its opening quote (yaml-cpp tags quoted scalars "!", plain ones "?").
+SourcePos RuleReader::PosInScalar(const YAML::Node& n, size_t offset) const {
+  SourcePos p = Pos(n);
+  if (p.line > 0) p.col += static_cast<int>(offset) + (n.Tag() == "!" ? 1 : 0);
+  return p;
+}
+
+void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues) {
+  if (!n.IsSequence() && !n.IsScalar()) {
+    Error(Pos(n), "E-BAD-VALUE", "references must be a list of URLs or known issues ({url, title, affected, fixed_in})");
+    return;
+  }
+  auto url_ok = [&](const Located<std::string>& u) {
+    if (u.value.rfind("https://", 0) != 0 && u.value.rfind("http://", 0) != 0) {
+      Error(u.pos, "E-BAD-VALUE", "reference '" + u.value + "' is not an http(s) URL");
+      return false;
+    }
+    return true;
+  };
+  std::vector<YAML::Node> entries;
+  if (n.IsScalar()) entries.push_back(n);
+  else for (const auto& e : n) entries.push_back(e);
+  int affected_only = 0;
+  // `references` lists each URL once: several known issues may cite one release note.
+  auto add_url = [urls](const std::string& u) {
+    if (std::find(urls->begin(), urls->end(), u) == urls->end()) urls->push_back(u);
+  };
+  for (const YAML::Node& e : entries) {
+    if (e.IsScalar()) {
+      Located<std::string> u;
+      // A plain reference stays free text as it always was (reports escape it).
+      if (Scalar(e, "reference", &u)) add_url(u.value);
+      continue;
+    }
+    if (!e.IsMap()) {
+      Error(Pos(e), "E-BAD-VALUE", "a reference is a URL or a mapping {url, title, affected, fixed_in}");
+      continue;
+    }
+    KnownIssue k;
+    k.url.pos = Pos(e);
+    bool have_url = false;
+    ForEachKey(e, "known issue", {"url", "title", "component", "affected", "fixed_in", "affected_only"},
+               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+                 if (key == "url") {
+                   have_url = Scalar(v, "url", &k.url) && url_ok(k.url);
+                 } else if (key == "title") {
+                   if (Scalar(v, "title", &k.title) && k.title.size() > 120) {
+                     Error(Pos(v), "E-BAD-VALUE", "known issue title is " + std::to_string(k.title.size()) +
+                                                      " characters; keep it under 120",
+                           "the title is one line of the report; the thread holds the rest");
+                   }
+                 } else if (key == "component") {
+                   OneOf(v, "component", "nccl", "torch", &k.component);
+                 } else if (key == "affected") {
+                   if (!Scalar(v, "affected", &k.affected)) return;
+                   std::string err;
+                   size_t off = 0;
+                   if (!k.affected_range.Parse(k.affected.value, &err, &off)) {
+                     Error(PosInScalar(v, off), "E-BAD-VALUE", "bad version range: " + err,
+                           "write comparisons joined by ',', e.g. \">=2.19.1,<2.21.5\" (operators >= > <= < ==)");
+                   }
+                 } else if (key == "fixed_in") {
+                   if (Scalar(v, "fixed_in", &k.fixed_in) && !ParseExactVersion(k.fixed_in.value, &k.fixed_version)) {
+                     Error(k.fixed_in.pos, "E-BAD-VALUE", "fixed_in '" + k.fixed_in.value + "' is not a version",
+                           "write the release that has the fix, e.g. \"2.21.5\"");
+                   }
+                 } else if (key == "affected_only") {
+                   k.affected_only_pos = Pos(v);
+                   Bool(v, "affected_only", &k.affected_only);
+                 }
+               });
+    if (!have_url) {
+      if (k.url.value.empty()) Error(Pos(e), "E-MISSING-KEY", "known issue needs a 'url'");
+      continue;
+    }
+    if (k.title.empty()) Error(Pos(e), "E-MISSING-KEY", "known issue " + k.url.value + " needs a 'title'");
+    if (k.affected.value.empty() && k.fixed_in.value.empty()) {
+      Error(Pos(e), "E-MISSING-KEY", "known issue " + k.url.value + " needs 'affected' or 'fixed_in'",
+            "a plain URL is enough for a reference that names no versions");
+    }
+    if (k.fixed_version.ok() && !k.affected_range.empty() && k.affected_range.Contains(k.fixed_version)) {
+      Error(k.fixed_in.pos, "E-BAD-VALUE",
+            "fixed_in " + k.fixed_in.value + " lies inside the affected range '" + k.affected.value + "'");
+    }
+    if (k.affected_only && ++affected_only == 2) {
+      Error(k.affected_only_pos, "E-BAD-VALUE", "only one reference of a rule may say affected_only",
+            "the rule's finding is one known issue; give it the affected range of that one");
+    }
+    add_url(k.url.value);
+    issues->push_back(std::move(k));
+  }
+}
+
 void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
   ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&,
                                                         const YAML::Node& v) {
@@ -331,9 +426,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
         } else if (key == "finding") {
           ReadFinding(v, &r.finding);
         } else if (key == "references") {
-          std::vector<Located<std::string>> refs;
-          StringList(v, "references", &refs);
-          for (auto& x : refs) r.references.push_back(x.value);
+          ReadReferences(v, &r.references, &r.known_issues);
         } else if (key == "examples") {
           ReadExamples(v, &r);
         } else if (key == "enabled") {
@@ -439,11 +532,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                else if (key == "select") OneOf(v, "select", "min", "max", &c.select);
                else if (key == "require") Scalar(v, "require", &c.require);
                else if (key == "finding") ReadFinding(v, &c.finding);
-               else if (key == "references") {
-                 std::vector<Located<std::string>> refs;
-                 StringList(v, "references", &refs);
-                 for (auto& x : refs) c.references.push_back(x.value);
-               }
+               else if (key == "references") ReadReferences(v, &c.references, &c.known_issues);
              });
   if (c.id.value.empty()) {
     Error(Pos(n), "E-MISSING-KEY", "correlation needs an 'id'");

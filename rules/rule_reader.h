@@ -68,7 +68,10 @@ class RuleReader {
   // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
   template <typename F>
   bool ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn);
+  SourcePos PosInScalar(const YAML::Node& n, size_t offset) const;
   void ReadFinding(const YAML::Node& n, FindingSpec* f);
+  // `references:` a URL, or a list of URLs and known issues (KnownIssue).
+  void ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues);
   void ReadExamples(const YAML::Node& n, LineRule* r);
   void ReadRule(const YAML::Node& n);
   void ReadDocument(const YAML::Node& root);

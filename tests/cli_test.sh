@@ -26,7 +26,8 @@ PLAN=(
   version help bad_flag bad_format stdin stdin_result_independent_of_pipe_timing
   fail_on_default_error_exit_1 fail_on_never fail_on_critical incomplete_exit_0_by_default
   fail_on_unknown_fails_incomplete fail_on_unknown_passes_healthy markdown
-  rules_check rules_list explain explain_unknown user_rule_fires_without_recompiling user_rule_check
+  rules_check rules_list explain explain_unknown explain_known_issue version_bound_rule_affected
+  version_bound_rule_silent_on_fixed_release user_rule_fires_without_recompiling user_rule_check
   test_unknown_case judge_tables_and_json judge_malformed_truth_is_an_error status_unknown_on_unrecognised_input
   rules_list_json disable_flag disable_unknown_rule test_disable_unknown_rule disable_list_in_rule_file
   disable_list_unknown_rule rule_comparison_with_non_number readme_site_rule_fires_below_18
@@ -241,6 +242,20 @@ end
 check explain 0 "$NS" explain DIVERGENT-RANK
 expect out_has 'kind:      correlation (extreme)'
 end
+# Known issues (docs/rules.md §2): explain lists them; a version-bound rule fires on an affected
+# release and says it is affected, and is silent on a release with the fix.
+check explain_known_issue 0 "$NS" explain NCCL-KNOWN-BOOTSTRAP-TAG
+expect out_has '^  known:     .*(https://github.com/NVIDIA/nccl/issues/1176): NCCL >=2.19.1,<2.21.5, fixed in NCCL 2.21.5; fires only where'
+end
+check version_bound_rule_affected 1 "$NS" "$ROOT/corpus/known-issues/bootstrap-tag-2.19.3"
+expect out_has "known issue: .*(https://github.com/NVIDIA/nccl/issues/1176), fixed in NCCL 2.21.5; this log's NCCL 2.19.3 is affected"
+also_run 1 "$NS" --format json "$ROOT/corpus/known-issues/bootstrap-tag-2.19.3"
+expect json_eq '[(k["status"], k["affected_only"], k["fixed_in"]) for f in d["findings"] if f["rule"] == "NCCL-KNOWN-BOOTSTRAP-TAG" for k in f["known_issues"] if k["url"].endswith("/1176")]' "[('affected', True, '2.21.5')]"
+end
+check version_bound_rule_silent_on_fixed_release 1 "$NS" --format json "$ROOT/corpus/known-issues/bootstrap-tag-2.21.5-not-affected"
+expect json_eq '"NCCL-KNOWN-BOOTSTRAP-TAG" in [f["rule"] for f in d["findings"]]' False
+expect json_eq '[k["status"] for f in d["findings"] if f["rule"] == "NCCL-BOOTSTRAP-TRUNCATED" for k in f["known_issues"]]' "['fixed', 'fixed']"
+end
 check explain_unknown 2 "$NS" explain NO-SUCH-RULE
 expect err_has "no rule with id 'NO-SUCH-RULE'"
 end
@@ -294,7 +309,9 @@ check rules_list_json 0 "$NS" rules --list --format json
 expect is_json
 expect json_eq '[(r["kind"], r["source"], r["enabled"]) for r in d["rules"] if r["id"] == "DIVERGENT-RANK"]' \
   "[('extreme', 'rules/correlations.yaml', True)]"
-expect json_eq 'sorted(d["rules"][0])' "['category', 'enabled', 'id', 'kind', 'line', 'severity', 'source', 'title']"
+expect json_eq 'sorted(d["rules"][0])' "['category', 'enabled', 'id', 'kind', 'known_issues', 'line', 'references', 'severity', 'source', 'title']"
+# Known issues (docs/rules.md §2): each with its url, the versions it affects and the fixing release.
+expect json_eq 'all(sorted(k) == ["affected", "affected_only", "component", "fixed_in", "title", "url"] and k["url"] in r["references"] for r in d["rules"] for k in r["known_issues"])' True
 end
 check disable_flag 0 "$NS" --disable NCCL-CONNECT-FAILED --format json --fail-on never "$GOOD"
 expect json_eq '"NCCL-CONNECT-FAILED" in [f["rule"] for f in d["findings"]]' False
