@@ -62,6 +62,8 @@ struct Checks {
   void Straggler(const CompiledCorrelation& c) const;
   // The run's story (engine/story.cc): every process stopped inside NCCL init.
   void Stopped(const CompiledCorrelation& c) const;
+  // Every process got to its collectives and none shows the end of its run.
+  void StoppedInCollectives(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;

@@ -651,11 +651,20 @@ void PeerMap(Ctx& x) {
   if (top_n * 2 < all_reporters.size()) return;
   // One report alone names a culprit only on another host of this job: a host
   // naming itself says a local process died, not which, and an address no
-  // process of the job owns may be a foreign connection (NVIDIA/nccl#1612).
+  // process of the job owns may be a foreign connection to the bootstrap port
+  // during init (NVIDIA/nccl#1612). A reporter already past init (Init
+  // COMPLETE, a collective it waited in) lost a connection of the running job:
+  // its peer is the job's, whether or not that host's logs were collected.
   if (top_n == 1) {
+    const Subject& rep = x.state.subjects()[*reporters[top].begin()];
     bool known = hosts.count(top) > 0;
     for (const auto& kv : x.state.address_owner()) known |= kv.second == top;
-    if (!known || x.state.subjects()[*reporters[top].begin()].host == top) return;
+    bool running = false;
+    for (Fact f : {Fact::kInitComplete, Fact::kTimeoutOp, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastOpcount}) {
+      const int id = x.state.rules().fact(f);
+      running |= id >= 0 && rep.Has(id);
+    }
+    if ((!known && !running) || rep.host == top) return;
   }
   std::vector<int> suspects;
   for (int s : x.live) {

@@ -450,10 +450,11 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         }
         // Start/complete also become facts so correlations can use them.
         int f_start = rules_->fact(Fact::kInitStart), f_done = rules_->fact(Fact::kInitComplete);
-        int f_abort = rules_->fact(Fact::kCommAbort);
+        int f_abort = rules_->fact(Fact::kCommAbort), f_end = rules_->fact(Fact::kCleanEnd);
         if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev);
         if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev);
         if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev);
+        if (event == "Destroy COMPLETE" && f_end >= 0) SetFact(si, f_end, {}, "Destroy COMPLETE", 1, ev);
       }
     }
     // A line may describe another process (a launcher's rank table): host + pid.

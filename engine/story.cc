@@ -241,4 +241,53 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
   Emit(c, {}, {}, vars, "run", ev);
 }
 
+// stopped_collectives: every process that reached a stage got to its
+// collectives, none failed on its own or timed out, and none shows the end of
+// its run (clean_end): the logs stop in the collectives. Either the excerpt
+// ends there or the run hung there. When every process's last collective is
+// its first (opCount 0), the text says so: a first collective that never
+// completes is where hangs are most common.
+void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  const RuleSet& rules = state.rules();
+  const int end = rules.fact(Fact::kCleanEnd), timeout = rules.fact(Fact::kTimeoutSeq);
+  const int result = rules.fact(Fact::kNccltestsResult);
+  const int opcount = rules.fact(Fact::kLastOpcount), p2p = rules.fact(Fact::kP2pLast);
+  const StoryFacts facts = ResolveStoryFacts(rules);
+  int processes = 0, counted = 0;
+  bool first_only = true;
+  std::vector<Evidence> ev;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if ((end >= 0 && sub.Has(end)) || (timeout >= 0 && sub.Has(timeout))) return;
+    const StoryPoint p = StoryOf(state, facts, s);
+    if (p.abnormal) return;
+    const bool results = result >= 0 && sub.Has(result);
+    if (p.stage != Stage::kCollectives && !results) continue;
+    ++processes;
+    if (p.last && ev.size() < kMaxEvidencePerFinding) ev.push_back(*p.last);
+    // The opCounts it issued (COLL trace): any beyond the first?
+    bool traced = false;
+    for (int f : {opcount, p2p}) {
+      if (f < 0 || f >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[f]) {
+        long double v;
+        traced = true;
+        if (!ParseNumber(kv.second.value, rules.facts()[f].hex, &v) || v != 0) first_only = false;
+      }
+    }
+    if (!traced || results) first_only = false;
+    counted += traced;
+  }
+  if (processes == 0) return;
+  Vars vars{{"processes", std::to_string(processes)},
+            {"first", first_only && counted > 0
+                          ? " Every process's last collective is its first (opCount 0): the run stopped in its "
+                            "first collective."
+                          : ""},
+            {"causes", CausesAt(first_only ? Stage::kInitComplete : Stage::kCollectives)},
+            {"test", TestAt(first_only ? Stage::kInitComplete : Stage::kCollectives)}};
+  Emit(c, {}, {}, vars, "run", ev);
+}
+
 }  // namespace ncclscan

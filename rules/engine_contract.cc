@@ -45,6 +45,7 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kShmChannels, "shm_channels", MergeMode::kCount, false, "", "the run's story (connect)"},
       {Fact::kGdr, "gdr", MergeMode::kLast, false, "", "the run's story (connect)"},
       {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, "", "the report's versions and known issues of component torch"},
+      {Fact::kCleanEnd, "clean_end", MergeMode::kFirst, false, "", "the run's story (teardown: the run shows its end)"},
   };
   return kFacts;
 }

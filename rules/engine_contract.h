@@ -63,6 +63,7 @@ enum class Fact : int {
   kShmChannels,
   kGdr,
   kTorchVersion,
+  kCleanEnd,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -714,8 +714,8 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
     } else if (k == "collective") {
       // engine/consensus.h: what each check fills in.
       vars.insert({"group", "seq", "op", "value", "majority", "fields", "reporters", "missing", "nranks", "source"});
-      // The run's story (check: stopped).
-      vars.insert({"processes", "stage", "next", "behind", "causes", "test"});
+      // The run's story (checks stopped, stopped_collectives).
+      vars.insert({"processes", "stage", "next", "behind", "causes", "test", "first"});
     }
     if (c->finding.present) {
       check_template(c->finding.explanation, vars, &cc.explanation, "explanation");

@@ -20,7 +20,7 @@ const std::set<std::string> kKinds = {"consensus", "condition", "absence", "miss
 // The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
 const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
                                                  "p2p_unpaired", "straggler", "missing_dump",
-                                                 "died_first", "stopped"};
+                                                 "died_first", "stopped", "stopped_collectives"};
 
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
@@ -522,9 +522,10 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
                } else if (key == "population") Scalar(v, "population", &c.population);
                else if (key == "check") {
                  if (Scalar(v, "check", &c.check) && !kCollectiveChecks.count(c.check.value)) {
+                   std::string names;
+                   for (const auto& n : kCollectiveChecks) names += (names.empty() ? "" : ", ") + n;
                    Error(Pos(v), "E-BAD-VALUE", "unknown collective check '" + c.check.value + "'",
-                         "use one of: never_joined, behind, mismatch, not_started, p2p_unpaired, stopped, "
-                         "straggler, missing_dump, died_first");
+                         "use one of: " + names);
                  }
                }
                else if (key == "present") Scalar(v, "present", &c.present);

@@ -43,6 +43,17 @@ std::string Timeout(int rank, int seq) {
          "out.\n";
 }
 
+std::string Coll(int rank, int opcount) {
+  return Nccl(rank, "AllReduce: opCount " + std::to_string(opcount) +
+                        " sendbuff 0x7f00 recvbuff 0x7f00 count 1 datatype 7 op 0 root 0 comm 0x55d0c1a0e9f" +
+                        std::to_string(rank) + " [nranks=2] stream 0x1");
+}
+
+std::string Destroy(int rank) {
+  return Nccl(rank, "comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
+                        " nranks 2 cudaDev " + std::to_string(rank) + " busId 1b000 - Destroy COMPLETE");
+}
+
 struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
@@ -141,12 +152,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "node-b<51159>\n",
              "node-b:101:101 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"},
             "fail", "PEER-CLOSED-STORM", "1"},
-        // ... but an address no process of the job owns names no one.
-        Row{"closed_by_foreign_address",
-            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+        // ... but during init an address no process of the job owns names no
+        // one: it may be a foreign connection to the bootstrap port (nccl#1612).
+        Row{"closed_by_foreign_address_in_init",
+            {InitLines(0, 2, false) + InitLines(1, 2, false) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "10.9.9.9<51159>\n"},
             "fail", "NCCL-CONN-CLOSED", ""},
+        // After Init COMPLETE the connection was the running job's: its far end
+        // is the suspect host even though its logs were not collected.
+        Row{"closed_by_uncollected_peer_while_running",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+             "10.9.9.9<51159>\n"},
+            "fail", "PEER-CLOSED-STORM", ""},
         // nccl-tests: banner and Init COMPLETE, no result: stopped in the first collective.
         Row{"nccltests_no_result",
             {"#  Rank  0 Group  0 Pid    100 on     node-a device  0 [0x1b] NVIDIA H100\n"
@@ -159,9 +178,67 @@ INSTANTIATE_TEST_SUITE_P(
              InitLines(1, 2, true) +
              "     8388608       2097152     float     sum      -1    245.1   34.22   64.17      0    243.9   34.39   "
              "64.48      0\n# Avg bus bandwidth    : 64.3\n"},
-            "ok", "", ""}),
+            "ok", "", ""},
+        // Collectives traced on every rank, then the logs stop: no end of the run shown.
+        Row{"stopped_in_collectives",
+            {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1), InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
+            "incomplete", "RUN-STOPPED-IN-COLLECTIVES", ""},
+        // ... the same with the communicators destroyed: a run that ended.
+        Row{"collectives_then_destroy",
+            {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) + Destroy(0),
+             InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1) + Destroy(1)},
+            "ok", "", ""},
+        // ... or with PyTorch's warning at program exit.
+        Row{"collectives_then_program_exit",
+            {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) +
+                 "[rank0]:[W205 18:00:34.953145631 ProcessGroupNCCL.cpp:1538] Warning: WARNING: "
+                 "destroy_process_group() was not called before program exit, which can leak resources.\n",
+             InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
+            "ok", "", ""},
+        // ... but a watchdog timeout is the run's story, not the logs' end.
+        Row{"collectives_then_timeout",
+            {InitLines(0, 2, true) + Coll(0, 0) + Timeout(0, 1), InitLines(1, 2, true) + Coll(1, 0) + Timeout(1, 1)},
+            "hung", "TORCH-WATCHDOG-TIMEOUT", ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
 
+
+// The far end of a connection closed while the job ran is named as a host,
+// also when no log of that host was collected; during init it is not.
+TEST(Verdict, TheFarEndOfAConnectionClosedWhileRunningIsTheSuspectHost) {
+  TempDir dir;
+  ScanOptions opts;
+  opts.jobs = 1;
+  const std::string warn =
+      "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+      "gpu-7.cluster.local<51159>\n";
+  Analysis running = Analyze(BuiltInRules(), {dir.Write("run.log", InitLines(0, 2, true) + warn)}, opts);
+  ASSERT_GE(running.diagnosis.primary, 0);
+  const Finding& p = running.diagnosis.findings[running.diagnosis.primary];
+  EXPECT_EQ(p.suspect_hosts, std::vector<std::string>{"gpu-7"});
+  EXPECT_TRUE(p.suspect_ranks.empty());
+  Analysis init = Analyze(BuiltInRules(), {dir.Write("init.log", InitLines(0, 2, false) + warn)}, opts);
+  ASSERT_GE(init.diagnosis.primary, 0);
+  EXPECT_TRUE(init.diagnosis.findings[init.diagnosis.primary].suspect_hosts.empty());
+}
+
+// Where every rank's last traced collective is its first (opCount 0), the
+// finding says the run stopped in its first collective, with that stage's
+// causes; further into the run it does not.
+TEST(Verdict, StoppedInTheFirstCollectiveIsSaid) {
+  TempDir dir;
+  ScanOptions opts;
+  opts.jobs = 1;
+  auto explain = [&](int last) {
+    Analysis a = Analyze(BuiltInRules(),
+                         {dir.Write("a" + std::to_string(last) + ".log", InitLines(0, 2, true) + Coll(0, last)),
+                          dir.Write("b" + std::to_string(last) + ".log", InitLines(1, 2, true) + Coll(1, last))},
+                         opts);
+    EXPECT_EQ(a.diagnosis.status, "incomplete");
+    return a.diagnosis.primary >= 0 ? a.diagnosis.findings[a.diagnosis.primary].explanation : std::string();
+  };
+  EXPECT_NE(explain(0).find("stopped in its first collective"), std::string::npos);
+  EXPECT_EQ(explain(5).find("first collective"), std::string::npos);
+}
 
 // A check that breaks an invariant (here an injected throw) is named in the
 // diagnosis and the rest of it stands; a clean result is then only partial.
