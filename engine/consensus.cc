@@ -363,6 +363,7 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
     else if (k == "straggler") x.Straggler(c);
     else if (k == "stopped") x.Stopped(c);
     else if (k == "stopped_collectives") x.StoppedInCollectives(c);
+    else if (k == "lone_submitter") x.LoneSubmitter(c);
     });
   }
 }

@@ -67,6 +67,9 @@ struct Checks {
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;
+  // A stall report whose missing ranks are most of the world: the few that
+  // submitted are the suspects.
+  void LoneSubmitter(const CompiledCorrelation& c) const;
 };
 
 }  // namespace ncclscan

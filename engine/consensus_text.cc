@@ -321,4 +321,49 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
   }
 }
 
+// lone_submitter: a stall report (Horovod's stall inspector) names the ranks
+// that have not submitted a tensor. Usually those few are the laggards; when
+// they are more than half the world, the ranks that did submit are the odd
+// ones: they called a collective the others never call (rank 0 averaging a
+// validation metric alone). The world is the job's stated size, else the
+// ranks counted from 0 up to the highest one named or present.
+void Checks::LoneSubmitter(const CompiledCorrelation& c) const {
+  const int f = state.rules().fact(Fact::kStallMissing);
+  if (f < 0) return;
+  int world = WorldSize();
+  const std::set<int> present = PresentRanks();
+  if (!present.empty()) world = std::max(world, *present.rbegin() + 1);
+  std::map<std::string, std::pair<std::set<int>, Evidence>> by_tensor;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (f >= static_cast<int>(sub.keyed.size())) continue;
+    for (const auto& kv : sub.keyed[f]) {
+      auto& t = by_tensor[kv.first];
+      for (int r : RankList(kv.second.value)) {
+        t.first.insert(r);
+        world = std::max(world, r + 1);
+      }
+      if (t.second.text.empty()) t.second = kv.second.evidence;
+    }
+  }
+  std::set<int> suspects, missing;
+  std::vector<Evidence> ev;
+  std::string op;
+  for (const auto& [tensor, t] : by_tensor) {
+    if (t.first.size() * 2 <= static_cast<size_t>(world)) continue;
+    for (int r = 0; r < world; ++r) {
+      if (!t.first.count(r)) suspects.insert(r);
+    }
+    missing.insert(t.first.begin(), t.first.end());
+    if (op.empty()) op = "tensor " + tensor;
+    if (ev.size() < kMaxEvidencePerFinding) ev.push_back(t.second);
+  }
+  if (suspects.empty()) return;
+  const std::vector<int> who(suspects.begin(), suspects.end());
+  Vars vars{{"missing", CompactRanks(std::vector<int>(missing.begin(), missing.end()))},
+            {"nranks", std::to_string(world)},
+            {"op", op}};
+  Emit(c, who, std::vector<int>(missing.begin(), missing.end()), vars, "stall", ev);
+}
+
 }  // namespace ncclscan

@@ -46,6 +46,7 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kGdr, "gdr", MergeMode::kLast, false, "", "the run's story (connect)"},
       {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, "", "the report's versions and known issues of component torch"},
       {Fact::kCleanEnd, "clean_end", MergeMode::kFirst, false, "", "the run's story (teardown: the run shows its end)"},
+      {Fact::kStallMissing, "stall_missing", MergeMode::kFirst, true, "", "the stall inspector's lone-submitter check (consensus_text.cc)"},
   };
   return kFacts;
 }

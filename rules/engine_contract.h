@@ -64,6 +64,7 @@ enum class Fact : int {
   kGdr,
   kTorchVersion,
   kCleanEnd,
+  kStallMissing,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

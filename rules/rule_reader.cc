@@ -20,7 +20,8 @@ const std::set<std::string> kKinds = {"consensus", "condition", "absence", "miss
 // The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
 const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
                                                  "p2p_unpaired", "straggler", "missing_dump",
-                                                 "died_first", "stopped", "stopped_collectives"};
+                                                 "died_first", "stopped", "stopped_collectives",
+                                                 "lone_submitter"};
 
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
