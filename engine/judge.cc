@@ -317,11 +317,18 @@ bool Contains(const std::vector<std::string>& v, std::string_view x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// A suspect host names a culprit host when the two are equal, or when the
-// suspect is written "name[address]" (the engine's label for one of several
-// machines that share a host name) and the culprit is that address.
+// A suspect host names a culprit host when the two are equal, when the
+// suspect is the short name of a fully qualified culprit ("ip-10-0-0-2" and
+// "ip-10-0-0-2.ec2.internal": the engine names hosts by their short name), or
+// when the suspect is written "name[address]" (the engine's label for one of
+// several machines that share a host name) and the culprit is that address.
 bool SameHost(const std::string& suspect, const std::string& culprit) {
   if (suspect == culprit) return true;
+  const bool address = suspect.find_first_not_of("0123456789.:") == std::string::npos;
+  if (!address && culprit.size() > suspect.size() && culprit.compare(0, suspect.size(), suspect) == 0 &&
+      culprit[suspect.size()] == '.') {
+    return true;
+  }
   size_t open = suspect.find('[');
   return open != std::string::npos && suspect.back() == ']' &&
          std::string_view(suspect).substr(open + 1, suspect.size() - open - 2) == culprit;

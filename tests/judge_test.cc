@@ -246,6 +246,20 @@ TEST(JudgeCulprit, AHostLabelWithAnAddressNamesThatAddress) {
   EXPECT_FALSE(right({"x10.0.0.2"}));
 }
 
+TEST(JudgeCulprit, AShortHostNameNamesItsFullyQualifiedName) {
+  Truth t = ParsedTruth(kFailingTruth);
+  t.culprit_ranks = {};
+  t.culprit_hosts = {"ip-172-31-45-209.eu-north-1.compute.internal", "10.0.0.25"};
+  auto right = [&](std::vector<std::string> hosts) {
+    return Judge("c", t, PrimaryClaim("fail", "X", "transport", "error", {}, hosts)).culprit_right;
+  };
+  EXPECT_TRUE(right({"ip-172-31-45-209"}));
+  EXPECT_TRUE(right({"ip-172-31-45-209.eu-north-1"}));
+  EXPECT_FALSE(right({"ip-172-31-45"}));
+  EXPECT_FALSE(right({"ip-172-31-45-20"}));
+  EXPECT_FALSE(right({"10.0.0"}));  // an address is not a short name
+}
+
 TEST(JudgeCulprit, NotNeededWithoutAChoice) {
   Truth t = ParsedTruth(kFailingTruth);
   t.choice_needed = false;
