@@ -659,10 +659,22 @@ void PeerMap(Ctx& x) {
     const Subject& rep = x.state.subjects()[*reporters[top].begin()];
     bool known = hosts.count(top) > 0;
     for (const auto& kv : x.state.address_owner()) known |= kv.second == top;
+    // Past init when it reported: a line of those facts comes before the report.
+    const FactValue* report = rep.Get(x.c.fact);
+    auto before = [&](const Evidence& e) {
+      if (!report) return false;
+      const Evidence& r = report->evidence;
+      if (e.time >= 0 && r.time >= 0) return e.time < r.time;
+      return e.file == r.file && e.line < r.line;
+    };
     bool running = false;
     for (Fact f : {Fact::kInitComplete, Fact::kTimeoutOp, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastOpcount}) {
       const int id = x.state.rules().fact(f);
-      running |= id >= 0 && rep.Has(id);
+      if (id < 0) continue;
+      if (const FactValue* v = rep.Get(id)) running |= before(v->evidence);
+      if (id < static_cast<int>(rep.keyed.size())) {
+        for (const auto& kv : rep.keyed[id]) running |= before(kv.second.evidence);
+      }
     }
     if ((!known && !running) || rep.host == top) return;
   }
