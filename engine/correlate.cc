@@ -659,13 +659,16 @@ void PeerMap(Ctx& x) {
     const Subject& rep = x.state.subjects()[*reporters[top].begin()];
     bool known = hosts.count(top) > 0;
     for (const auto& kv : x.state.address_owner()) known |= kv.second == top;
-    // Past init when it reported: a line of those facts comes before the report.
+    // Past init when it reported: a line of those facts comes before the
+    // report, or is the report itself (a collective's error that quotes the
+    // closed connection: its continuation lines are cited by its first line).
+    // Lines of two files without timestamps have no order: they count.
     const FactValue* report = rep.Get(x.c.fact);
     auto before = [&](const Evidence& e) {
       if (!report) return false;
       const Evidence& r = report->evidence;
-      if (e.time >= 0 && r.time >= 0) return e.time < r.time;
-      return e.file == r.file && e.line < r.line;
+      if (e.time >= 0 && r.time >= 0) return e.time <= r.time;
+      return e.file != r.file || e.line <= r.line;
     };
     bool running = false;
     for (Fact f : {Fact::kInitComplete, Fact::kTimeoutOp, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastOpcount}) {

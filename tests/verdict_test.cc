@@ -219,6 +219,13 @@ TEST(Verdict, TheFarEndOfAConnectionClosedWhileRunningIsTheSuspectHost) {
   Analysis init = Analyze(BuiltInRules(), {dir.Write("init.log", InitLines(0, 2, false) + warn)}, opts);
   ASSERT_GE(init.diagnosis.primary, 0);
   EXPECT_TRUE(init.diagnosis.findings[init.diagnosis.primary].suspect_hosts.empty());
+  // Init COMPLETE printed after the report does not make the report a running job's.
+  const std::string complete = Nccl(0,
+                                    "ncclCommInitRank comm 0x55d0c1a0e9f0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+                                    "1b000 commId 0xabc - Init COMPLETE");
+  Analysis later = Analyze(BuiltInRules(), {dir.Write("later.log", InitLines(0, 2, false) + warn + complete)}, opts);
+  ASSERT_GE(later.diagnosis.primary, 0);
+  EXPECT_TRUE(later.diagnosis.findings[later.diagnosis.primary].suspect_hosts.empty());
 }
 
 // Where every rank's last traced collective is its first (opCount 0), the
