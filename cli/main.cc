@@ -355,14 +355,13 @@ class ProgressLine {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     std::unique_lock<std::mutex> l(mu_);
-    if (cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) {
-      if (delay_ms == 0) Draw(start);  // forced on: at least once, even for a short scan
-      return;
+    if (!cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) {
+      do {
+        Draw(start);
+        // Until the inputs' size is known, look again soon.
+      } while (!cv_.wait_for(l, std::chrono::milliseconds(shown_ ? 250 : 10), [this] { return done_; }));
     }
-    do {
-      Draw(start);
-      // Until the inputs' size is known, look again soon.
-    } while (!cv_.wait_for(l, std::chrono::milliseconds(shown_ ? 250 : 10), [this] { return done_; }));
+    // Forced on (no delay): at least once, even for a scan shorter than a redraw.
     if (delay_ms == 0 && !shown_) Draw(start);
   }
 

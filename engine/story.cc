@@ -254,7 +254,7 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
   const int result = rules.fact(Fact::kNccltestsResult);
   const int opcount = rules.fact(Fact::kLastOpcount), p2p = rules.fact(Fact::kP2pLast);
   const StoryFacts facts = ResolveStoryFacts(rules);
-  int processes = 0, counted = 0;
+  int processes = 0;
   bool first_only = true;
   std::vector<Evidence> ev;
   for (int s : state.LiveSubjects()) {
@@ -277,11 +277,10 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
       }
     }
     if (!traced || results) first_only = false;
-    counted += traced;
   }
   if (processes == 0) return;
   Vars vars{{"processes", std::to_string(processes)},
-            {"first", first_only && counted > 0
+            {"first", first_only
                           ? " Every process's last collective is its first (opCount 0): the run stopped in its "
                             "first collective."
                           : ""},

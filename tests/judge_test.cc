@@ -229,15 +229,18 @@ TEST(JudgeCulprit, RightWrongAndSuperset) {
   EXPECT_FALSE(culprit({3, 4}, {"node-7", "node-8"}));  // superset in both
 }
 
+// Whether suspect `hosts` name the culprit `culprits` (hosts only, a choice needed).
+bool HostsNameCulprit(std::vector<std::string> culprits, std::vector<std::string> hosts) {
+  Truth t = ParsedTruth(kFailingTruth);
+  t.culprit_ranks = {};
+  t.culprit_hosts = std::move(culprits);
+  return Judge("c", t, PrimaryClaim("fail", "X", "transport", "error", {}, std::move(hosts))).culprit_right;
+}
+
 // Two machines named alike are told apart by address: "ubuntu[10.0.0.2]" is the
 // machine at 10.0.0.2, not the one at 10.0.0.1, and not every "ubuntu".
 TEST(JudgeCulprit, AHostLabelWithAnAddressNamesThatAddress) {
-  Truth t = ParsedTruth(kFailingTruth);
-  t.culprit_ranks = {};
-  t.culprit_hosts = {"10.0.0.2"};
-  auto right = [&](std::vector<std::string> hosts) {
-    return Judge("c", t, PrimaryClaim("fail", "X", "transport", "error", {}, hosts)).culprit_right;
-  };
+  auto right = [](std::vector<std::string> hosts) { return HostsNameCulprit({"10.0.0.2"}, std::move(hosts)); };
   EXPECT_TRUE(right({"ubuntu[10.0.0.2]"}));
   EXPECT_TRUE(right({"10.0.0.2"}));
   EXPECT_FALSE(right({"ubuntu[10.0.0.1]"}));
@@ -247,11 +250,8 @@ TEST(JudgeCulprit, AHostLabelWithAnAddressNamesThatAddress) {
 }
 
 TEST(JudgeCulprit, AShortHostNameNamesItsFullyQualifiedName) {
-  Truth t = ParsedTruth(kFailingTruth);
-  t.culprit_ranks = {};
-  t.culprit_hosts = {"ip-172-31-45-209.eu-north-1.compute.internal", "10.0.0.25"};
-  auto right = [&](std::vector<std::string> hosts) {
-    return Judge("c", t, PrimaryClaim("fail", "X", "transport", "error", {}, hosts)).culprit_right;
+  auto right = [](std::vector<std::string> hosts) {
+    return HostsNameCulprit({"ip-172-31-45-209.eu-north-1.compute.internal", "10.0.0.25"}, std::move(hosts));
   };
   EXPECT_TRUE(right({"ip-172-31-45-209"}));
   EXPECT_TRUE(right({"ip-172-31-45-209.eu-north-1"}));
