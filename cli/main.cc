@@ -238,7 +238,7 @@ int CmdExplain(const std::vector<std::string>& args) {
     if (r) {
       const LineRule& s = r->spec;
       out << s.id.value << ": " << s.title << "\n";
-      out << "  kind:      line rule (family " << s.family_name.value << "), category " << s.category << "\n";
+      out << "  kind:      line rule (family " << s.family_name.value << "), category " << CategoryName(s.category) << "\n";
       out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
       if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
       if (s.fields.empty()) out << "  pattern:   " << s.pattern.value << "\n";
@@ -266,10 +266,10 @@ int CmdExplain(const std::vector<std::string>& args) {
     } else if (c) {
       const CorrelationRule& s = c->spec;
       out << s.id.value << ": " << s.title << "\n";
-      out << "  kind:      correlation (" << s.kind.value << "), category " << s.category << "\n";
+      out << "  kind:      correlation (" << KindName(s.kind) << "), category " << CategoryName(s.category) << "\n";
       out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
       if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-      if (!s.fact.value.empty()) out << "  fact:      " << s.fact.value << " over " << s.over << "\n";
+      if (!s.fact.value.empty()) out << "  fact:      " << s.fact.value << " over " << (s.over == Over::kHost ? "host" : "rank") << "\n";
       out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
           << ", confidence " << s.finding.confidence << "\n";
       out << "  why:       " << s.finding.explanation.value << "\n";
@@ -542,8 +542,7 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
     return kExitError;
   }
   if (never) return kExitOk;
-  const std::string& st = a.diagnosis.status;
-  if (fail_unknown && (st == "unknown" || st == "incomplete" || st == "partial")) return kExitFindings;
+  if (fail_unknown && IsUndecided(a.diagnosis.status)) return kExitFindings;
   for (const auto& f : a.diagnosis.findings) {
     if (f.severity >= threshold) return kExitFindings;
   }

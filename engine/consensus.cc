@@ -11,6 +11,8 @@
 
 namespace ncclscan {
 
+std::string PgName(const std::string& pg) { return pg.empty() ? std::string("the process group") : "pg " + pg; }
+
 const char* CallStateName(CallState s) {
   switch (s) {
     case CallState::kEnqueued: return "enqueued (scheduled)";
@@ -93,8 +95,8 @@ void CollectiveModel::AddDump(const FrFile& f, int file) {
     if (!e.pg_id.empty() && !e.pg_name.empty()) pg_name_of_id[e.pg_id] = e.pg_name;
   }
   auto group = [&](const std::string& name) -> GroupView& {
-    GroupView& g = groups_["pg " + name];
-    g.id = "pg " + name;
+    GroupView& g = groups_[PgName(name)];
+    g.id = PgName(name);
     g.from_dump = true;
     auto it = d.pg_config.find(name);
     if (it != d.pg_config.end()) {
@@ -297,9 +299,9 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
     for (const auto& kv : sub.keyed[seq_fact]) {
       long double seq;
       if (!ParseNumber(kv.second.value, false, &seq) || !SequenceFits(seq)) continue;
-      // The watchdog line names no process group before PyTorch 2.2 ("-"):
-      // such SeqNums are compared only with each other.
-      const std::string id = kv.first == "-" ? "the process group" : "pg " + kv.first;
+      // The watchdog line names no process group before PyTorch 2.2 (the
+      // empty key): such SeqNums are compared only with each other.
+      const std::string id = PgName(kv.first);
       GroupView& g = groups_[id];
       g.id = id;
       RankView& v = g.ranks[sub.rank];
@@ -324,7 +326,7 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
 
 void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors) {
   bool any = false;
-  for (const CompiledCorrelation& c : state.rules().correlations()) any |= c.spec.kind.value == "collective";
+  for (const CompiledCorrelation& c : state.rules().correlations()) any |= c.spec.kind == CorrelationKind::kCollective;
   if (!any) return;
   CollectiveModel model;
   for (const FrFile& f : state.flight_recorders()) {
@@ -344,26 +346,28 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
   if (!built) return;
   Checks x{state, model, out};
   for (const CompiledCorrelation& c : state.rules().correlations()) {
-    if (c.spec.kind.value != "collective" || !c.spec.enabled) continue;
-    const std::string& k = c.spec.check.value;
+    if (c.spec.kind != CorrelationKind::kCollective || !c.spec.enabled) continue;
     RunGuarded(c.spec.id.value, errors, [&] {
-    if (k == "never_joined") x.NeverJoined(c);
-    else if (k == "missing_dump") x.MissingDump(c);
-    else if (k == "behind") x.Behind(c);
-    else if (k == "mismatch") x.Mismatch(c);
-    else if (k == "not_started") {
-      x.NotStarted(c);
-      x.NotStartedText(c);
-    }
-    else if (k == "died_first") x.DiedFirst(c);
-    else if (k == "p2p_unpaired") {
-      x.P2pUnpaired(c);
-      x.P2pUnpairedColl(c);
-    }
-    else if (k == "straggler") x.Straggler(c);
-    else if (k == "stopped") x.Stopped(c);
-    else if (k == "stopped_collectives") x.StoppedInCollectives(c);
-    else if (k == "lone_submitter") x.LoneSubmitter(c);
+      switch (c.spec.check) {
+        case CollectiveCheck::kNeverJoined: x.NeverJoined(c); break;
+        case CollectiveCheck::kMissingDump: x.MissingDump(c); break;
+        case CollectiveCheck::kBehind: x.Behind(c); break;
+        case CollectiveCheck::kMismatch: x.Mismatch(c); break;
+        case CollectiveCheck::kNotStarted:
+          x.NotStarted(c);
+          x.NotStartedText(c);
+          break;
+        case CollectiveCheck::kDiedFirst: x.DiedFirst(c); break;
+        case CollectiveCheck::kP2pUnpaired:
+          x.P2pUnpaired(c);
+          x.P2pUnpairedColl(c);
+          break;
+        case CollectiveCheck::kStraggler: x.Straggler(c); break;
+        case CollectiveCheck::kStopped: x.Stopped(c); break;
+        case CollectiveCheck::kStoppedCollectives: x.StoppedInCollectives(c); break;
+        case CollectiveCheck::kLoneSubmitter: x.LoneSubmitter(c); break;
+        case CollectiveCheck::kCount: break;  // refused by the loader
+      }
     });
   }
 }

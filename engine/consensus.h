@@ -69,6 +69,10 @@ struct Finding;
 enum class CallState { kNotSeen = 0, kEnqueued = 1, kStarted = 2, kCompleted = 3 };
 const char* CallStateName(CallState s);
 
+// How the reports name process group `pg`: "pg 3", or "the process group" for
+// a watchdog line that names none (PyTorch before 2.2: the empty key).
+std::string PgName(const std::string& pg);
+
 // One rank's view of one sequence (or one p2p op) of one group.
 struct CollectiveCall {
   int64_t seq = -1;

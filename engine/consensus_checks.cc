@@ -13,7 +13,7 @@ namespace ncclscan {
 void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
                   Vars vars, const std::string& group, std::vector<Evidence> evidence) const {
   Finding f =
-      FindingOf(c.spec.id.value, c.spec.kind.value, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
+      FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
   f.group = group;
   f.ranks = suspects;
   // Hosts of the suspects, where a text log placed them.

@@ -226,7 +226,7 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   }
   std::sort(suspects.begin(), suspects.end());
   ev.insert(ev.end(), victim_ev.begin(), victim_ev.end());
-  const std::string group = pg == "-" || pg.empty() ? "the process group" : "pg " + pg;
+  const std::string group = PgName(pg);
   Vars vars{{"group", group},
             {"op", op.empty() ? "a collective" : op},
             {"seq", seq.empty() ? "?" : seq},
@@ -272,7 +272,6 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
       for (const auto& kv : sub.keyed[done_f]) Int(kv.second.value, &by_pg[kv.first][sub.rank].completed);
     }
   }
-  auto group_name = [](const std::string& pg) { return pg == "-" ? std::string("the process group") : "pg " + pg; };
   std::set<int> told;
   // The op the others wait in, as their watchdogs name it (its SeqNum counts differently).
   std::string op = "the collective the others wait in";
@@ -302,7 +301,7 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
             for (const auto& o : pg.second) {
               if (o.first != r) others.push_back(o.first);
             }
-            Vars vars{{"group", group_name(pg.first)},
+            Vars vars{{"group", PgName(pg.first)},
                       {"seq", std::to_string(next)},
                       {"op", op},
                       {"source", fmt::format(" (read from text: the desync report says rank {} finished #{} but never "
@@ -310,7 +309,7 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
                                              "up to #{})",
                                              r, next - 1, next, r, it->second.enqueued)}};
             if (others.empty()) vars["reporters"] = "the others";
-            Emit(c, {r}, others, vars, group_name(pg.first) + " #" + std::to_string(next),
+            Emit(c, {r}, others, vars, PgName(pg.first) + " #" + std::to_string(next),
                  {it->second.ev, kv.second.evidence});
             told.insert(r);
             break;

@@ -266,8 +266,8 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
       if (!ex.primary_rule.empty() && primary->rule_id != ex.primary_rule) {
         diffs.push_back("primary: expected rule " + ex.primary_rule + ", got " + Describe(*primary));
       }
-      if (!ex.primary_category.empty() && primary->category != ex.primary_category) {
-        diffs.push_back("primary: expected category " + ex.primary_category + ", got " + primary->category);
+      if (!ex.primary_category.empty() && CategoryName(primary->category) != ex.primary_category) {
+        diffs.push_back("primary: expected category " + ex.primary_category + ", got " + CategoryName(primary->category));
       }
       if (ex.primary_has_ranks && CompactRanks(primary->ranks) != ex.primary_ranks) {
         diffs.push_back("primary: expected ranks " + ex.primary_ranks + ", got " + CompactRanks(primary->ranks));
@@ -295,8 +295,8 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
       if (f.rule_id == r) diffs.push_back("absent: found " + Describe(f));
     }
   }
-  if (!ex.status.empty() && ex.status != d.status) {
-    diffs.push_back("status: expected " + ex.status + ", got " + d.status);
+  if (!ex.status.empty() && ex.status != StatusName(d.status)) {
+    diffs.push_back("status: expected " + ex.status + ", got " + StatusName(d.status));
   }
   if (!ex.max_severity.empty()) {
     Severity max;
@@ -364,7 +364,7 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
       std::string fields;
       if (new_case || !old.primary_rule.empty() || old.primary_null) fields += "\"rule\": " + Quote(p.rule_id);
       if (new_case || !old.primary_category.empty()) {
-        fields += std::string(fields.empty() ? "" : ", ") + "\"category\": " + Quote(p.category);
+        fields += std::string(fields.empty() ? "" : ", ") + "\"category\": " + Quote(CategoryName(p.category));
       }
       out += "  \"primary\": {" + fields;
       if (old.primary_has_ranks || (new_case && !p.ranks.empty())) out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
@@ -429,7 +429,7 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
   } else if (d.primary < 0) {
     out += ",\n  \"max_severity\": " + Quote(SeverityName(worst));
   }
-  if (!old.status.empty()) out += ",\n  \"status\": " + Quote(d.status);
+  if (!old.status.empty()) out += ",\n  \"status\": " + Quote(StatusName(d.status));
   if (!old.known_failure.empty()) out += ",\n  \"known_failure\": " + Quote(old.known_failure);
   if (old.has_summary) {
     const JobSummary sum = SummaryOf(*a.state);

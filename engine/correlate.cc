@@ -35,7 +35,7 @@ struct Ctx {
   std::vector<int> live;
 
   Finding Make(const std::vector<int>& subjects, const Vars& vars_in, const std::string& group) const {
-    Finding f = FindingOf(c.spec.id.value, c.spec.kind.value, c.spec.category, c.spec.title, c.spec.finding,
+    Finding f = FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding,
                           c.spec.references);
     f.group = group;
     FillSubjects(state, subjects, &f);
@@ -53,9 +53,12 @@ struct Ctx {
     auto key = vars.find("key");
     if (key != vars.end() && c.fact >= 0) {
       // What the key names is declared by the fact (`key: comm` / `key: pg`).
-      const std::string& kind = state.rules().facts()[c.fact].key_kind;
-      if (kind == "comm") f.communicator = key->second;
-      else if (kind == "pg") f.process_group = key->second;
+      switch (state.rules().facts()[c.fact].key_kind) {
+        case KeyKind::kComm: f.communicator = key->second; break;
+        case KeyKind::kPg: f.process_group = key->second; break;
+        case KeyKind::kName:
+        case KeyKind::kCount: break;
+      }
     }
     return f;
   }
@@ -196,7 +199,7 @@ void Consensus(Ctx& x) {
     // Per host: each host's value is the majority of its subjects.
     std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
     std::map<std::string, std::vector<int>> host_subjects;
-    if (x.c.spec.over == "host") {
+    if (x.c.spec.over == Over::kHost) {
       std::vector<int> unplaced;  // unprefixed lines of a stream several processes share
       std::vector<int> unhosted_ranks;
       for (const auto& sv : val) {
@@ -235,7 +238,7 @@ void Consensus(Ctx& x) {
     if (groups.size() < 2) continue;
     // Majority by number of hosts (over: host) or subjects.
     auto weight = [&](const std::vector<int>& members) {
-      if (x.c.spec.over != "host") return members.size();
+      if (x.c.spec.over != Over::kHost) return members.size();
       std::set<std::string> hs;
       for (int s : members) {
         const std::string& h = x.state.subjects()[s].host;
@@ -301,13 +304,13 @@ void Consensus(Ctx& x) {
 }
 
 bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
-  if (cond.op == "exists") return v != nullptr;
-  if (cond.op == "absent") return v == nullptr;
+  if (cond.op == ConditionOp::kExists) return v != nullptr;
+  if (cond.op == ConditionOp::kAbsent) return v == nullptr;
   if (!v) return false;
   std::string val = ValueOf(*v, spec);
-  if (cond.op == "equals") return val == cond.value.value;
-  if (cond.op == "not_equals") return val != cond.value.value;
-  if (cond.op == "matches") {
+  if (cond.op == ConditionOp::kEquals) return val == cond.value.value;
+  if (cond.op == ConditionOp::kNotEquals) return val != cond.value.value;
+  if (cond.op == ConditionOp::kMatches) {
     // Validated by the loader; Latin-1 like the line rules (values are log bytes).
     RE2::Options o;
     o.set_encoding(RE2::Options::EncodingLatin1);
@@ -325,11 +328,13 @@ bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
   // not one (NCCL_IB_TIMEOUT=abc) satisfies no comparison.
   long double a, b;
   if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value.value, false, &b)) return false;
-  if (cond.op == "gt") return a > b;
-  if (cond.op == "lt") return a < b;
-  if (cond.op == "ge") return a >= b;
-  if (cond.op == "le") return a <= b;
-  return false;
+  switch (cond.op) {
+    case ConditionOp::kGt: return a > b;
+    case ConditionOp::kLt: return a < b;
+    case ConditionOp::kGe: return a >= b;
+    case ConditionOp::kLe: return a <= b;
+    default: return false;  // the text operators, above
+  }
 }
 
 // The value a condition reads on one subject: the fact, or one key of a keyed fact.
@@ -423,6 +428,18 @@ void MissingRanks(Ctx& x) {
   }
 }
 
+// {group} of an extreme finding: what its key names, in words ("process group
+// 3"; "the process group" for a line that names none: the empty key).
+std::string KeyPhrase(KeyKind kind, const std::string& key) {
+  switch (kind) {
+    case KeyKind::kPg: return key.empty() ? "the process group" : "process group " + key;
+    case KeyKind::kComm: return key.empty() ? "an unnamed communicator" : "communicator " + key;
+    case KeyKind::kName:
+    case KeyKind::kCount: break;
+  }
+  return key;
+}
+
 void Extreme(Ctx& x) {
   const FactSpec& spec = x.state.rules().facts()[x.c.fact];
   if (x.c.require >= 0) {
@@ -499,13 +516,13 @@ void Extreme(Ctx& x) {
                     : raw;
     }
     // Sequences are compared within one group only. Lines that do not name
-    // their process group or communicator (old watchdog formats; JobState keys
-    // them "-") may come from several groups, whose numbers are unrelated: they
+    // their process group or communicator (old watchdog formats: the empty
+    // key) may come from several groups, whose numbers are unrelated: they
     // are compared only when they are close. Within one group the ranks block on
     // the same oldest unfinished collective, so a rank that is behind is a few
     // sequence numbers behind, never thousands.
     constexpr long double kUnknownGroupMaxGap = 64;
-    const bool unknown_group = (kv.first.empty() || kv.first == "-") && spec.keyed && !spec.key_kind.empty();
+    const bool unknown_group = kv.first.empty() && spec.keyed && spec.key_kind != KeyKind::kName;
     if (unknown_group && !by_value.empty() && by_value.rbegin()->first - by_value.begin()->first > kUnknownGroupMaxGap) {
       continue;
     }
@@ -515,8 +532,8 @@ void Extreme(Ctx& x) {
     std::vector<int> culprits = silent;
     std::string value = silent.empty() ? "" : "no work (it reported none)";
     if (by_value.size() > 1) {
-      auto& ext = x.c.spec.select == "max" ? by_value.rbegin()->second : by_value.begin()->second;
-      const std::string& t = x.c.spec.select == "max" ? text.rbegin()->second : text.begin()->second;
+      auto& ext = x.c.spec.select == Select::kMax ? by_value.rbegin()->second : by_value.begin()->second;
+      const std::string& t = x.c.spec.select == Select::kMax ? text.rbegin()->second : text.begin()->second;
       culprits.insert(culprits.end(), ext.begin(), ext.end());
       value += (value.empty() ? "" : " / ") + t;
     }
@@ -542,7 +559,9 @@ void Extreme(Ctx& x) {
         break;
       }
     }
-    Finding f = x.Make(culprits, {{"key", kv.first}, {"value", value}, {"majority", majority}}, kv.first);
+    Finding f = x.Make(culprits, {{"key", kv.first}, {"group", KeyPhrase(spec.key_kind, kv.first)}, {"value", value},
+                                  {"majority", majority}},
+                       kv.first);
     x.AddEvidence(&f, ev);
     x.out->push_back(std::move(f));
   }
@@ -712,16 +731,20 @@ void RunCorrelations(const JobState& state, std::vector<Finding>* out, std::vect
   std::vector<int> live = state.LiveSubjects();
   for (const CompiledCorrelation& c : state.rules().correlations()) {
     Ctx x{state, c, out, live};
-    const std::string& k = c.spec.kind.value;
-    if (k == "collective") continue;  // below
+    if (c.spec.kind == CorrelationKind::kCollective) continue;  // below
     RunGuarded(c.spec.id.value, errors, [&] {
-      if (k == "consensus") Consensus(x);
-      else if (k == "condition") ConditionKind(x);
-      else if (k == "absence") Absence(x);
-      else if (k == "missing_ranks") MissingRanks(x);
-      else if (k == "extreme") Extreme(x);
-      else if (k == "first_in_time") FirstInTime(x);
-      else if (k == "peer_map") PeerMap(x);
+      switch (c.spec.kind) {
+        case CorrelationKind::kConsensus: Consensus(x); break;
+        case CorrelationKind::kCondition: ConditionKind(x); break;
+        case CorrelationKind::kAbsence: Absence(x); break;
+        case CorrelationKind::kMissingRanks: MissingRanks(x); break;
+        case CorrelationKind::kExtreme: Extreme(x); break;
+        case CorrelationKind::kFirstInTime: FirstInTime(x); break;
+        case CorrelationKind::kPeerMap: PeerMap(x); break;
+        case CorrelationKind::kCollective:
+        case CorrelationKind::kCount:  // refused by the loader
+          break;
+      }
     });
   }
   // Kind `collective`: the checks of the consensus model, all over one model.

@@ -11,7 +11,7 @@
 
 namespace ncclscan {
 
-Finding FindingOf(const std::string& id, const std::string& kind, const std::string& category,
+Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Category category,
                   const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references) {
   Finding f;
   f.rule_id = id;
@@ -22,7 +22,7 @@ Finding FindingOf(const std::string& id, const std::string& kind, const std::str
   f.role = spec.role;
   f.title = title;
   f.references = references;
-  f.owner = spec.owner.value;
+  f.owner = spec.has_owner ? spec.owner : DefaultOwner(category);
   return f;
 }
 
@@ -92,7 +92,7 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
   for (const auto& kv : state.line_findings()) {
     const LineFindingAcc& acc = kv.second;
     const CompiledRule& r = rules.rules()[acc.rule];
-    Finding f = FindingOf(r.spec.id.value, "line", r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
+    Finding f = FindingOf(r.spec.id.value, std::nullopt, r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
     f.evidence = acc.evidence;
     f.count = acc.count;
     f.group = acc.group;
@@ -118,6 +118,31 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
 
 int RoleOrder(Role r) { return r == Role::kRoot ? 0 : (r == Role::kContext ? 1 : 2); }
 
+}  // namespace
+
+bool RanksBefore(const Finding& a, const Finding& b) {
+  bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
+  if (ca != cb) return cb;
+  if (a.severity != b.severity) return a.severity > b.severity;
+  // The collective-consensus model names a culprit (engine/consensus.h): at
+  // equal severity it goes before the findings of those who reported.
+  const bool xa = a.kind == CorrelationKind::kCollective, xb = b.kind == CorrelationKind::kCollective;
+  if (xa != xb) return xa;
+  if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
+  if (a.confidence != b.confidence) return a.confidence > b.confidence;
+  if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
+  return a.fingerprint < b.fingerprint;
+}
+
+int PrimaryOf(const std::vector<Finding>& ranked) {
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].severity >= Severity::kWarning) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace {
+
 // The key fields of a finding without what differs between reruns of one
 // incident: the job's host names, IP addresses, ports, pointers and pids.
 std::string NormaliseKey(std::string key, const std::set<std::string>& hosts) {
@@ -138,41 +163,29 @@ std::string NormaliseKey(std::string key, const std::set<std::string>& hosts) {
   return key;
 }
 
-// Who owns the fix when a rule does not say (`finding.owner`), by category.
-std::string DefaultOwner(const std::string& category) {
-  static const std::map<std::string, std::string> kOwner = {
-      {"ib", "fabric"},           {"connection", "fabric"},      {"bootstrap", "fabric"},
-      {"transport", "node-config"}, {"gdr", "node-config"},      {"p2p", "node-config"},
-      {"env", "node-config"},     {"version", "node-config"},    {"topology", "node-config"},
-      {"config", "node-config"},  {"cuda", "gpu-hardware"},      {"oom", "application"},
-      {"timeout", "application"}, {"desync", "application"},     {"elastic", "launcher"},
-      {"identity", "launcher"},   {"init", "library"},         {"crash", "application"},
-      {"hang", "application"}};
-  auto it = kOwner.find(category);
-  return it == kOwner.end() ? "library" : it->second;
-}
-
 // What the run did, beyond how bad the worst finding is (DESIGN §10): a
 // process that died on its own is "crashed"; a failure whose primary is a
 // timeout or a rank that never joined is "hung"; a clean result whose run's
 // story stops inside init is "incomplete" (never "ok": healthy needs evidence),
 // with that story as the primary.
 void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
-  if (d->status == "fail") {
+  if (d->status == Status::kFail) {
     for (const Finding& f : fs) {
-      if (f.category == "crash" && f.role != Role::kCascade && f.severity >= Severity::kError) {
-        d->status = "crashed";
+      if (f.category == Category::kCrash && f.role != Role::kCascade && f.severity >= Severity::kError) {
+        d->status = Status::kCrashed;
         return;
       }
     }
-    const std::string& cat = d->primary >= 0 ? fs[d->primary].category : "";
-    if (cat == "timeout" || cat == "desync" || cat == "hang") d->status = "hung";
+    if (d->primary >= 0) {
+      const Category cat = fs[d->primary].category;
+      if (cat == Category::kTimeout || cat == Category::kDesync || cat == Category::kHang) d->status = Status::kHung;
+    }
     return;
   }
-  if (d->status != "ok" && d->status != "partial") return;
+  if (d->status != Status::kOk && d->status != Status::kPartial) return;
   for (size_t i = 0; i < fs.size(); ++i) {
-    if (fs[i].category == "hang" && d->primary < 0) {
-      if (d->status == "ok") d->status = "incomplete";
+    if (fs[i].category == Category::kHang && d->primary < 0) {
+      if (d->status == Status::kOk) d->status = Status::kIncomplete;
       d->primary = static_cast<int>(i);
       return;
     }
@@ -346,7 +359,7 @@ Diagnosis Diagnose(const JobState& state) {
   const std::set<std::string> job_hosts = state.Hosts();
   for (auto& f : fs) {
     f.fingerprint = fmt::format(
-        "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + f.category + "|" + NormaliseKey(f.group, job_hosts)));
+        "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + CategoryName(f.category) + "|" + NormaliseKey(f.group, job_hosts)));
   }
   MergeSameProblem(&fs);
   JudgeKnownIssues(state, &fs);  // again on the pooled subjects of merged findings
@@ -360,11 +373,10 @@ Diagnosis Diagnose(const JobState& state) {
     }
   }
   for (auto& f : fs) {
-    if (f.owner.empty()) f.owner = DefaultOwner(f.category);
     // Suspects: a correlation names them; a line finding suspects the ranks
     // that printed it, unless it is a victim's report (timeouts, cascades, a
     // connection its peer closed).
-    if (f.kind != "line" || (f.role != Role::kCascade && f.category != "timeout" && !names_peer.count(f.rule_id))) {
+    if (f.kind || (f.role != Role::kCascade && f.category != Category::kTimeout && !names_peer.count(f.rule_id))) {
       f.suspect_ranks = f.ranks;
       f.suspect_hosts = f.hosts;
     }
@@ -373,26 +385,12 @@ Diagnosis Diagnose(const JobState& state) {
     f.instance = fmt::format("{:016x}", Fnv1a(inst));
   }
 
-  std::sort(fs.begin(), fs.end(), [](const Finding& a, const Finding& b) {
-    bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
-    if (ca != cb) return cb;
-    if (a.severity != b.severity) return a.severity > b.severity;
-    // The collective-consensus model names a culprit (engine/consensus.h): at
-    // equal severity it goes before the findings of those who reported.
-    const bool xa = a.kind == "collective", xb = b.kind == "collective";
-    if (xa != xb) return xa;
-    if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
-    if (a.confidence != b.confidence) return a.confidence > b.confidence;
-    if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
-    return a.fingerprint < b.fingerprint;
-  });
+  std::sort(fs.begin(), fs.end(), RanksBefore);
 
   Severity worst = Severity::kInfo;
-  for (size_t i = 0; i < fs.size(); ++i) {
-    if (fs[i].severity > worst) worst = fs[i].severity;
-    if (d.primary < 0 && fs[i].severity >= Severity::kWarning) d.primary = static_cast<int>(i);
-  }
-  d.status = worst >= Severity::kError ? "fail" : (worst >= Severity::kWarning ? "warn" : "ok");
+  for (const Finding& f : fs) worst = std::max(worst, f.severity);
+  d.primary = PrimaryOf(fs);
+  d.status = worst >= Severity::kError ? Status::kFail : (worst >= Severity::kWarning ? Status::kWarn : Status::kOk);
   // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
   // launcher output. Unreadable inputs make a clean result partial.
   const Counters& c = state.counters();
@@ -400,12 +398,12 @@ Diagnosis Diagnose(const JobState& state) {
   int unreadable = 0;
   for (const auto& file : state.files()) unreadable += !file.error.empty();
   // Flight Recorder dumps that were read are evidence too.
-  if (d.status == "ok" && recognised == 0 && c.matched_lines == 0 && state.flight_recorders().empty()) {
-    d.status = "unknown";
+  if (d.status == Status::kOk && recognised == 0 && c.matched_lines == 0 && state.flight_recorders().empty()) {
+    d.status = Status::kUnknown;
   }
-  if ((d.status == "ok" || d.status == "unknown") && unreadable > 0) d.status = "partial";
+  if ((d.status == Status::kOk || d.status == Status::kUnknown) && unreadable > 0) d.status = Status::kPartial;
   // A check that could not run leaves "no problem found" unproven.
-  if (d.status == "ok" && !d.internal_errors.empty()) d.status = "partial";
+  if (d.status == Status::kOk && !d.internal_errors.empty()) d.status = Status::kPartial;
   RefineStatus(&d, fs);
   if (d.primary >= 0) fs[d.primary].primary = true;
   if (d.primary >= 0) {
@@ -416,12 +414,12 @@ Diagnosis Diagnose(const JobState& state) {
     }
     if (!p.hosts.empty()) where += (where.empty() ? "" : " on ") + HostsText(p);
     d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
-  } else if (d.status == "unknown") {
+  } else if (d.status == Status::kUnknown) {
     d.headline = "nothing recognised: no NCCL or PyTorch distributed lines (was NCCL_DEBUG=INFO set?)";
-  } else if (d.status == "partial" && unreadable == 0) {
+  } else if (d.status == Status::kPartial && unreadable == 0) {
     d.headline = fmt::format("no problem found, but {} check{} could not run (internal error)",
                              d.internal_errors.size(), d.internal_errors.size() == 1 ? "" : "s");
-  } else if (d.status == "partial") {
+  } else if (d.status == Status::kPartial) {
     d.headline = fmt::format("no problem found in what could be read; {} input{} could not be read", unreadable,
                              unreadable == 1 ? "" : "s");
   } else {

@@ -6,11 +6,13 @@
 #define NCCLSCAN_ENGINE_DIAGNOSIS_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/job_state.h"
 #include "rules/rule.h"
+#include "rules/vocabulary.h"
 
 namespace ncclscan {
 
@@ -27,8 +29,9 @@ struct KnownIssueNote {
 
 struct Finding {
   std::string rule_id;
-  std::string kind;  // "line" or the correlation kind
-  std::string category;
+  // The correlation kind that found it; none: a line rule's finding.
+  std::optional<CorrelationKind> kind;
+  Category category = Category::kConfig;
   Severity severity = Severity::kInfo;
   double confidence = 0;
   Role role = Role::kRoot;
@@ -51,7 +54,7 @@ struct Finding {
   std::string result;
   // Ticket fields (DESIGN.md §8).
   bool primary = false;
-  std::string owner;                 // fabric | gpu-hardware | node-config | application | launcher | library
+  Owner owner = Owner::kLibrary;     // the rule's `owner`, else its category's (rules/vocabulary.h)
   std::vector<int> suspect_ranks;    // who is believed responsible
   std::vector<std::string> suspect_hosts;
   std::string instance;              // fingerprint + suspects: one ticket per culprit  // ncclResult_t named by the return-code chain after the WARN ("" if none)
@@ -63,7 +66,7 @@ struct Diagnosis {
   // ok: evidence of health was read and nothing is wrong; warn | fail: the worst
   // finding; unknown: nothing in the input was recognised; partial: nothing
   // wrong in what was read, but some input could not be read.
-  std::string status;
+  Status status = Status::kOk;
   std::string headline;
   std::string job_id;             // --job-id, echoed in the JSON
   // Checks that broke an invariant ("CONSENSUS-BEHIND: map::at"): each is
@@ -81,11 +84,24 @@ void InjectStepFaultForTesting(const std::string& what);
 
 Diagnosis Diagnose(const JobState& state);
 
+// The ranking of findings: whether `a` goes before `b`. Cascades last; then
+// the more severe first; at equal severity a culprit the collective-consensus
+// model names goes before the findings of those who reported it; then root
+// causes before context; then the more confident; then rule id and fingerprint
+// (a total order: the report is the same whatever order findings were made in).
+bool RanksBefore(const Finding& a, const Finding& b);
+// The primary finding of findings ranked by RanksBefore: the first at warning
+// or above; -1 when there is none (a healthy run's context only).
+int PrimaryOf(const std::vector<Finding>& ranked);
+
+// "line", or the name of the correlation kind that found it (the JSON's `kind`).
+inline const char* FindingKindName(const Finding& f) { return f.kind ? KindName(*f.kind) : "line"; }
+
 // Correlations: engine/correlate.h.
 
 // A finding with the fields its rule or correlation gives (id, kind, category,
 // severity, confidence, role, title, references, owner); the caller adds the rest.
-Finding FindingOf(const std::string& id, const std::string& kind, const std::string& category,
+Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Category category,
                   const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references);
 
 // Shared helpers for building findings from a set of subjects.

@@ -314,11 +314,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
     // Communicator keys are pointers until an Init line of this file names
     // the commId (the others are folded by ResolvePointerComms).
     std::string translated;
-    if (spec.key_kind == "comm" && !key.empty() && static_cast<size_t>(si) < file_comm_ptr_.size() &&
+    if (spec.key_kind == KeyKind::kComm && !key.empty() && static_cast<size_t>(si) < file_comm_ptr_.size() &&
         TranslateCommKey(file_comm_ptr_[si], key, &translated)) {
       key = translated;
     }
-    if (key.empty()) key = "-";
     auto& m = s->keyed.At(fact);
     auto it = m.find(key);
     fresh = it == m.end();
@@ -677,7 +676,7 @@ void JobState::ResolvePointerComms() {
     if (si >= comm_ptr_.size() || comm_ptr_[si].empty()) continue;
     for (auto& [f, m] : s.keyed.slots()) {
       const FactSpec& spec = rules_->facts()[f];
-      if (spec.key_kind != "comm") continue;
+      if (spec.key_kind != KeyKind::kComm) continue;
       std::vector<std::pair<std::string, std::string>> moves;  // old key, new key
       std::string translated;
       for (const auto& kv : m) {

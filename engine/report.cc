@@ -336,7 +336,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
 
   j.Key("verdict");
   j.BeginObject();
-  j.KV("status", d.status);
+  j.KV("status", StatusName(d.status));
   j.KV("headline", Bounded(d.headline));
   if (d.primary >= 0) {
     j.KV("primary", d.findings[d.primary].rule_id);
@@ -360,8 +360,8 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     }
     j.BeginObject();
     j.KV("rule", f.rule_id);
-    j.KV("kind", f.kind);
-    j.KV("category", f.category);
+    j.KV("kind", FindingKindName(f));
+    j.KV("category", CategoryName(f.category));
     j.KV("severity", SeverityName(f.severity));
     j.Key("confidence");
     j.Double(f.confidence);
@@ -426,7 +426,7 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     else j.String(f.result);
     j.Key("primary");
     j.Bool(f.primary);
-    j.KV("owner", f.owner);
+    j.KV("owner", OwnerName(f.owner));
     for (auto [name, who_ranks, who_hosts] :
          {std::tuple<const char*, const std::vector<int>*, const std::vector<std::string>*>{
               "suspects", &f.suspect_ranks, &f.suspect_hosts},
@@ -671,16 +671,6 @@ std::string HealthLine(const JobState& st) {
   return out + "; nothing at warning or above";
 }
 
-std::string StatusName(const Diagnosis& d) {
-  return d.status == "fail"         ? "FAIL"
-         : d.status == "crashed"    ? "CRASHED"
-         : d.status == "hung"       ? "HUNG"
-         : d.status == "incomplete" ? "INCOMPLETE"
-         : d.status == "warn"       ? "WARN"
-         : d.status == "unknown" ? "UNKNOWN"
-         : d.status == "partial" ? "PARTIAL"
-                                 : "OK";
-}
 
 }  // namespace
 
@@ -690,14 +680,14 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   // Every string from the input goes through this before it reaches the terminal.
   auto safe = [](std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); };
   std::string out;
-  const std::string status = StatusName(d);
+  const std::string status = StatusHeadline(d.status);
   static const std::map<std::string, const char*> kStatusColor = {
       {"FAIL", "31;1"},    {"CRASHED", "31;1"}, {"HUNG", "31;1"}, {"INCOMPLETE", "35;1"},
       {"WARN", "33;1"},    {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
   out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
                      sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
   out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
-  if (d.status == "ok") out += sty.Wrap("32", WrapColumns(safe(HealthLine(st)), 0, 2, width)) + "\n";
+  if (d.status == Status::kOk) out += sty.Wrap("32", WrapColumns(safe(HealthLine(st)), 0, 2, width)) + "\n";
   const Counters& c = st.counters();
   if (c.binary_lines || c.overlong_lines || c.nul_lines) {
     out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) "
@@ -772,7 +762,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
       std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
       out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
     }
-    if (f.kind == "line" && f.count > static_cast<int64_t>(shown)) {
+    if (!f.kind && f.count > static_cast<int64_t>(shown)) {
       out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all, {} shown)", WithCommas(f.count), shown)) +
              "\n";
     } else if (f.evidence.size() > shown) {
@@ -818,9 +808,9 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
   // blocks fenced by MarkdownFence after SanitizeForTerminal.
   auto text = [](std::string_view s) { return MarkdownText(s, kMaxFieldText); };
   std::string out;
-  out += fmt::format("## ncclscan: {} — {}\n\n", StatusName(d), text(d.headline));
+  out += fmt::format("## ncclscan: {} — {}\n\n", StatusHeadline(d.status), text(d.headline));
   out += "_" + text(InputLine(st)) + "_\n\n";
-  if (d.status == "ok") out += text(HealthLine(st)) + "\n\n";
+  if (d.status == Status::kOk) out += text(HealthLine(st)) + "\n\n";
   bool notes = false;
   for (const auto& f : st.files()) {
     if (f.error.empty()) continue;
@@ -890,7 +880,7 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
       out += "\n" + fence + "text\n";
       for (const auto& l : lines) out += l + "\n";
       out += fence + "\n";
-      if (f.kind == "line" && f.count > static_cast<int64_t>(f.evidence.size())) {
+      if (!f.kind && f.count > static_cast<int64_t>(f.evidence.size())) {
         out += fmt::format("\n_{} matching lines in all; the first {} are shown._\n", WithCommas(f.count),
                            f.evidence.size());
       }
@@ -994,8 +984,8 @@ std::string RenderRankTable(const JobState& st, bool markdown) {
 std::string RenderRuleList(const RuleSet& rules, bool json) {
   struct Row {
     const std::string& id;
-    const std::string& kind;
-    const std::string& category;
+    const char* kind;
+    const char* category;
     const char* severity;  // null: the rule only sets facts
     const std::string& title;
     const SourcePos& pos;
@@ -1003,19 +993,18 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
     const std::vector<std::string>& references;
     const std::vector<KnownIssue>& known_issues;
   };
-  static const std::string kLine = "line";
   std::vector<Row> rows;
   auto add_rules = [&](const std::vector<CompiledRule>& rs, bool enabled) {
     for (const auto& r : rs) {
       const LineRule& s = r.spec;
-      rows.push_back({s.id.value, kLine, s.category, s.finding.present ? SeverityName(s.finding.severity) : nullptr,
+      rows.push_back({s.id.value, "line", CategoryName(s.category), s.finding.present ? SeverityName(s.finding.severity) : nullptr,
                       s.title, s.id.pos, enabled, s.references, s.known_issues});
     }
   };
   auto add_correlations = [&](const std::vector<CompiledCorrelation>& cs, bool enabled) {
     for (const auto& c : cs) {
       const CorrelationRule& s = c.spec;
-      rows.push_back({s.id.value, s.kind.value, s.category, SeverityName(s.finding.severity), s.title, s.id.pos,
+      rows.push_back({s.id.value, KindName(s.kind), CategoryName(s.category), SeverityName(s.finding.severity), s.title, s.id.pos,
                       enabled, s.references, s.known_issues});
     }
   };

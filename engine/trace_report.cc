@@ -695,7 +695,7 @@ class TraceBuilder {
 
     Args other;
     other.Str("schema", kTraceSchemaVersion).Str("tool", std::string("ncclscan ") + ToolVersion());
-    other.Str("status", d_.status).Str("headline", d_.headline);
+    other.Str("status", StatusName(d_.status)).Str("headline", d_.headline);
     if (d_.primary >= 0) {
       const Finding& p = d_.findings[d_.primary];
       other.Str("primary", p.rule_id).Str("primary_fingerprint", p.fingerprint);

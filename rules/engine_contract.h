@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "rules/rule.h"
+#include "rules/vocabulary.h"
 
 namespace ncclscan {
 
@@ -74,7 +75,7 @@ struct EngineFact {
   const char* name;
   MergeMode merge;
   bool keyed;
-  const char* key_kind;  // "", "comm" or "pg" (keyed facts: what the key names)
+  KeyKind key_kind;      // keyed facts: what the key names
   const char* used_for;  // for the error message: which part of the engine reads it
 };
 

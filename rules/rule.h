@@ -12,6 +12,7 @@
 
 #include "parsers/parsed_line.h"
 #include "rules/version_range.h"
+#include "rules/vocabulary.h"
 
 namespace ncclscan {
 
@@ -43,7 +44,7 @@ struct FactSpec {
   MergeMode merge = MergeMode::kLast;
   bool keyed = false;
   bool hex = false;
-  std::string key_kind;  // "", "comm", "pg"
+  KeyKind key_kind = KeyKind::kName;  // keyed facts: what the key names
   // Keyed facts: keep only about this many most recently set keys per subject
   // (0: unbounded). For per-call facts such as the COLL trace's, whose keys
   // grow with the job's length while consensus needs only the latest calls.
@@ -60,9 +61,10 @@ struct FindingSpec {
   Located<std::string> explanation;
   Located<std::string> remediation;
   std::vector<Located<std::string>> explains;
-  // Which team owns the fix (fabric, gpu-hardware, node-config, application,
-  // launcher, library); "" = the default of the rule's category (engine/diagnosis.cc).
-  Located<std::string> owner;
+  // Which team owns the fix; not given: the default of the rule's category
+  // (rules/vocabulary.h).
+  bool has_owner = false;
+  Owner owner = Owner::kLibrary;
 };
 
 // A structured entry of a rule's `references:` (docs/rules.md §2, "Known
@@ -112,7 +114,8 @@ struct FactAssign {
 struct LineRule {
   Located<std::string> id;
   std::string title;
-  std::string category;
+  bool has_category = false;
+  Category category = Category::kConfig;
   Located<std::string> family_name;
   Family family = Family::kOther;
   bool any_family = false;
@@ -149,33 +152,35 @@ struct LineRule {
 struct Condition {
   Located<std::string> fact;
   Located<std::string> key;  // `fact: env[NCCL_IB_TIMEOUT]`: the key of a keyed fact
-  std::string op;  // equals not_equals matches exists absent gt lt ge le
+  ConditionOp op = ConditionOp::kCount;  // kCount: none given
   Located<std::string> value;
 };
 
-// Whether a condition operator compares numbers (its value must be one).
-inline bool IsNumericOp(const std::string& op) { return op == "gt" || op == "lt" || op == "ge" || op == "le"; }
+enum class Over { kRank, kHost };    // consensus: subjects vote, or hosts do
+enum class Select { kMin, kMax };    // extreme: the lowest value is the odd one, or the highest
 
 struct CorrelationRule {
   Located<std::string> id;
   std::string title;
-  std::string category;
-  Located<std::string> kind;
+  bool has_category = false;
+  Category category = Category::kConfig;
+  CorrelationKind kind = CorrelationKind::kCount;  // kCount: none given, or unknown
+  SourcePos kind_pos;
   Located<std::string> fact;
-  std::string over = "rank";  // rank | host
+  Over over = Over::kRank;
   int min_subjects = 2;
   std::vector<Condition> where;
   int job_hosts_gt = -1;
   Located<std::string> present;
   Located<std::string> absent;
-  std::string select = "min";
+  Select select = Select::kMin;
   Located<std::string> require;
   int min_reporters = 2;
   bool silent_is_behind = false;  // extreme: ranks that never reported count as behind
   bool ignore_unset = false;      // consensus on a keyed fact: compare only subjects that have the key
   std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
-  Located<std::string> check;       // collective: which check of the consensus model (engine/consensus.h)
+  CollectiveCheck check = CollectiveCheck::kCount;  // collective: which check (engine/consensus.h); kCount: none
   FindingSpec finding;
   std::vector<std::string> references;  // every URL, known issues' included
   std::vector<KnownIssue> known_issues;

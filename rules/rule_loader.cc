@@ -314,7 +314,7 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   // shape the engine assumes.
   for (const EngineFact& ef : EngineFacts()) {
     std::string shape = std::string("merge ") + MergeModeName(ef.merge);
-    if (ef.keyed) shape += std::string(", keyed by ") + (*ef.key_kind ? ef.key_kind : "name");
+    if (ef.keyed) shape += std::string(", keyed by ") + KeyKindName(ef.key_kind);
     const std::string what = std::string("the engine needs fact '") + ef.name + "' (" + shape + ") for " + ef.used_for;
     int idx = rs->FindFact(ef.name);
     if (idx < 0) {
@@ -656,66 +656,63 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   for (const CorrelationRule* c : corrs) {
     CompiledCorrelation cc;
     cc.spec = *c;
-    auto need_fact = [&](const Located<std::string>& f, const char* what, bool required) -> int {
-      if (f.value.empty()) {
-        if (required) im.Error(c->id.pos, "E-MISSING-KEY", "correlation " + c->id.value + " (" + c->kind.value +
-                                                              ") needs '" + what + "'");
-        return -1;
-      }
+    // Required keys are checked by the reader (rules/vocabulary.cc's table).
+    auto need_fact = [&](const Located<std::string>& f) -> int {
+      if (f.value.empty()) return -1;
       int idx = rs->FindFact(f.value);
       if (idx < 0) im.Error(f.pos, "E-UNKNOWN-FACT", "unknown fact '" + f.value + "'");
       return idx;
     };
-    const std::string& k = c->kind.value;
     std::set<std::string> vars = {"ranks", "hosts", "count"};
-    if (k == "consensus") {
-      cc.fact = need_fact(c->fact, "fact", true);
-      cc.population = need_fact(c->population, "population", false);
-      vars.insert({"value", "majority", "key", "majority_ranks", "majority_hosts"});
-    } else if (k == "condition") {
-      for (const auto& w : c->where) {
-        int f = need_fact(w.fact, "fact", true);
-        cc.where_facts.push_back(f);
-        const FactSpec* fs = f >= 0 ? &rs->facts()[f] : nullptr;
-        if (fs && fs->keyed && w.key.value.empty()) {
-          im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is keyed: name the key",
-                   "write fact: " + w.fact.value + "[KEY], e.g. env[NCCL_IB_TIMEOUT]");
-        } else if (fs && !fs->keyed && !w.key.value.empty()) {
-          im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is not keyed: write fact: " + w.fact.value);
+    if (c->kind != CorrelationKind::kCount) {
+      for (const auto& v : KindInfo(c->kind).vars) vars.insert(std::string(v));
+    }
+    switch (c->kind) {
+      case CorrelationKind::kConsensus:
+        cc.fact = need_fact(c->fact);
+        cc.population = need_fact(c->population);
+        break;
+      case CorrelationKind::kCondition:
+        if (c->where.empty()) im.Error(c->id.pos, "E-MISSING-KEY", "condition correlation needs 'where'");
+        for (const auto& w : c->where) {
+          int f = need_fact(w.fact);
+          cc.where_facts.push_back(f);
+          const FactSpec* fs = f >= 0 ? &rs->facts()[f] : nullptr;
+          if (fs && fs->keyed && w.key.value.empty()) {
+            im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is keyed: name the key",
+                     "write fact: " + w.fact.value + "[KEY], e.g. env[NCCL_IB_TIMEOUT]");
+          } else if (fs && !fs->keyed && !w.key.value.empty()) {
+            im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is not keyed: write fact: " + w.fact.value);
+          }
+          // A set holds several values: which one would be compared is unclear.
+          if (fs && fs->merge == MergeMode::kSet && IsNumericOp(w.op)) {
+            im.Error(w.value.pos, "E-BAD-VALUE",
+                     "'" + std::string(OpName(w.op)) + "' compares numbers, but fact '" + w.fact.value +
+                         "' (merge: set) holds a set of values",
+                     "use matches, equals or exists on a set");
+          }
+          if (w.op == ConditionOp::kMatches) {
+            RE2 re(w.value.value, opts);
+            if (!re.ok()) im.Error(w.fact.pos, "E-BAD-REGEX", "invalid regex in 'matches': " + re.error());
+          }
         }
-        // A set holds several values: which one would be compared is unclear.
-        if (fs && fs->merge == MergeMode::kSet && IsNumericOp(w.op)) {
-          im.Error(w.value.pos, "E-BAD-VALUE",
-                   "'" + w.op + "' compares numbers, but fact '" + w.fact.value + "' (merge: set) holds a set of values",
-                   "use matches, equals or exists on a set");
-        }
-        if (w.op == "matches") {
-          RE2 re(w.value.value, opts);
-          if (!re.ok()) im.Error(w.fact.pos, "E-BAD-REGEX", "invalid regex in 'matches': " + re.error());
-        }
-      }
-      if (c->where.empty()) im.Error(c->id.pos, "E-MISSING-KEY", "condition correlation needs 'where'");
-      vars.insert({"value"});
-    } else if (k == "absence") {
-      cc.present = need_fact(c->present, "present", true);
-      cc.absent = need_fact(c->absent, "absent", true);
-    } else if (k == "missing_ranks") {
-      vars.insert({"missing", "nranks", "comm"});
-    } else if (k == "extreme") {
-      cc.fact = need_fact(c->fact, "fact", true);
-      cc.require = need_fact(c->require, "require", false);
-      vars.insert({"key", "value", "majority"});
-    } else if (k == "first_in_time") {
-      cc.fact = need_fact(c->fact, "fact", true);
-      vars.insert({"value", "uncertainty"});
-    } else if (k == "peer_map") {
-      cc.fact = need_fact(c->fact, "fact", true);
-      vars.insert({"peer_hosts", "peer_ranks", "reporters"});
-    } else if (k == "collective") {
-      // engine/consensus.h: what each check fills in.
-      vars.insert({"group", "seq", "op", "value", "majority", "fields", "reporters", "missing", "nranks", "source"});
-      // The run's story (checks stopped, stopped_collectives).
-      vars.insert({"processes", "stage", "next", "behind", "causes", "test", "first"});
+        break;
+      case CorrelationKind::kAbsence:
+        cc.present = need_fact(c->present);
+        cc.absent = need_fact(c->absent);
+        break;
+      case CorrelationKind::kExtreme:
+        cc.fact = need_fact(c->fact);
+        cc.require = need_fact(c->require);
+        break;
+      case CorrelationKind::kFirstInTime:
+      case CorrelationKind::kPeerMap:
+        cc.fact = need_fact(c->fact);
+        break;
+      case CorrelationKind::kMissingRanks:
+      case CorrelationKind::kCollective:
+      case CorrelationKind::kCount:  // an unknown kind: reported by the reader
+        break;
     }
     if (c->finding.present) {
       check_template(c->finding.explanation, vars, &cc.explanation, "explanation");

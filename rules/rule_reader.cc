@@ -11,18 +11,6 @@ namespace ncclscan {
 
 namespace {
 
-const std::set<std::string> kCategories = {"transport", "gdr", "p2p", "env", "version", "timeout",
-                                           "desync", "connection", "ib", "cuda", "oom", "init",
-                                           "bootstrap", "topology", "elastic", "config", "identity", "crash",
-                                           "hang"};
-const std::set<std::string> kKinds = {"consensus", "condition", "absence", "missing_ranks",
-                                      "extreme", "first_in_time", "peer_map", "collective"};
-// The checks of the collective-consensus model (engine/consensus.h), named by `check:`.
-const std::set<std::string> kCollectiveChecks = {"never_joined", "behind", "mismatch", "not_started",
-                                                 "p2p_unpaired", "straggler", "missing_dump",
-                                                 "died_first", "stopped", "stopped_collectives",
-                                                 "lone_submitter"};
-
 bool ValidFactName(const std::string& n) {
   if (n.empty() || !(n[0] >= 'a' && n[0] <= 'z')) return false;
   for (char c : n) {
@@ -98,15 +86,6 @@ void RuleReader::OneOf(const YAML::Node& n, const std::string& what, const std::
   if (!Scalar(n, what, &s)) return;
   if (s != a && s != b) Error(Pos(n), "E-BAD-VALUE", what + " must be '" + a + "' or '" + b + "'");
   *out = s;  // kept even when wrong, so later checks do not pile up
-}
-
-void RuleReader::Category(const YAML::Node& n, std::string* out) {
-  Located<std::string> c;
-  if (!Scalar(n, "category", &c)) return;
-  *out = c.value;
-  if (!kCategories.count(c.value)) {
-    Error(c.pos, "E-BAD-VALUE", "unknown category '" + c.value + "'", "see docs/rules.md §4");
-  }
 }
 
 bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out) {
@@ -185,16 +164,7 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
                } else if (key == "explains") {
                  StringList(v, "explains", &f->explains);
                } else if (key == "owner") {
-                 if (Scalar(v, "owner", &f->owner)) {
-                   static const char* kOwners[] = {"fabric", "gpu-hardware", "node-config",
-                                                   "application", "launcher", "library"};
-                   bool ok = false;
-                   for (const char* o : kOwners) ok |= f->owner.value == o;
-                   if (!ok) {
-                     Error(Pos(v), "E-BAD-VALUE", "unknown owner '" + f->owner.value + "'",
-                           "use one of: fabric, gpu-hardware, node-config, application, launcher, library");
-                   }
-                 }
+                 f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
                }
              });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
@@ -341,7 +311,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
       [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
         if (key == "id") Scalar(v, "id", &r.id);
         else if (key == "title") Scalar(v, "title", &r.title);
-        else if (key == "category") Category(v, &r.category);
+        else if (key == "category") r.has_category = Word(v, "category", ParseCategory, CategoryNames(), &r.category);
         else if (key == "family") {
           have_family = Scalar(v, "family", &r.family_name);
         } else if (key == "pattern") {
@@ -444,7 +414,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   }
   if (!have_family) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'family'");
   if (r.title.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'title'");
-  if (r.category.empty()) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'category'");
+  if (!r.has_category && !n["category"]) Error(Pos(n), "E-MISSING-KEY", "rule " + r.id.value + " needs a 'category'");
   if (r.match.empty() || r.no_match.empty()) {
     Error(r.id.pos, "E-MISSING-KEY",
           "rule " + r.id.value + " needs examples with at least one 'match' and one 'no_match' line",
@@ -453,103 +423,133 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   rules.push_back(RuleEntry{std::move(r), layer});
 }
 
+void RuleReader::ReadCondition(const YAML::Node& w, Condition* cond) {
+  cond->fact.pos = Pos(w);
+  std::vector<std::string> keys = {"fact"};
+  for (int i = 0; i < static_cast<int>(ConditionOp::kCount); ++i) keys.push_back(OpName(static_cast<ConditionOp>(i)));
+  ForEachKey(w, "condition", std::set<std::string>(keys.begin(), keys.end()),
+             [&](const std::string& k, const YAML::Node& kn, const YAML::Node& x) {
+               if (k == "fact") {
+                 // env[NCCL_IB_TIMEOUT]: one key of a keyed fact.
+                 if (!Scalar(x, "fact", &cond->fact)) return;
+                 const std::string& f = cond->fact.value;
+                 size_t br = f.find('[');
+                 if (br != std::string::npos && f.size() > br + 2 && f.back() == ']') {
+                   cond->key = {f.substr(br + 1, f.size() - br - 2), cond->fact.pos};
+                   cond->fact.value = f.substr(0, br);
+                 }
+                 return;
+               }
+               ConditionOp op;
+               ParseConditionOp(k, &op);  // one of the allowed keys
+               if (cond->op != ConditionOp::kCount) {
+                 Error(Pos(kn), "E-BAD-VALUE", "condition has two operators ('" + std::string(OpName(cond->op)) +
+                                                   "' and '" + k + "'); write one condition per operator");
+                 return;
+               }
+               cond->op = op;
+               if (!Scalar(x, k, &cond->value)) return;
+               long double num;
+               if (IsNumericOp(op) && !ParseNumber(cond->value.value, false, &num)) {
+                 Error(cond->value.pos, "E-BAD-VALUE",
+                       "'" + k + "' compares numbers; '" + cond->value.value + "' is not a number",
+                       "write an integer (decimal, or hex with 0x); use equals / matches for text");
+               }
+             });
+  if (cond->op == ConditionOp::kCount) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
+}
+
 void RuleReader::ReadCorrelation(const YAML::Node& n) {
   CorrelationRule c;
   c.source_file = file;
   c.id.pos = Pos(n);
-  ForEachKey(n, "correlation",
-             {"id", "title", "category", "kind", "fact", "over", "min_subjects", "where", "job", "present",
-              "absent", "select", "require", "min_reporters", "silent_is_behind", "ignore_unset", "normal",
-              "population", "check", "finding", "references", "enabled"},
-             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
-               std::string s;
-               if (key == "id") Scalar(v, "id", &c.id);
-               else if (key == "title") Scalar(v, "title", &c.title);
-               else if (key == "category") Category(v, &c.category);
-               else if (key == "kind") Scalar(v, "kind", &c.kind);
-               else if (key == "fact") Scalar(v, "fact", &c.fact);
-               else if (key == "over") OneOf(v, "over", "rank", "host", &c.over);
-               else if (key == "min_subjects" || key == "min_reporters") {
-                 Int(v, key, 1, key == "min_subjects" ? &c.min_subjects : &c.min_reporters);
-               } else if (key == "enabled") {
-                 Bool(v, "enabled", &c.enabled);
-               } else if (key == "where") {
-                 if (!v.IsSequence()) {
-                   Error(Pos(v), "E-BAD-VALUE", "where must be a list of conditions");
-                   return;
-                 }
-                 for (const auto& w : v) {
-                   Condition cond;
-                   cond.fact.pos = Pos(w);
-                   ForEachKey(w, "condition",
-                              {"fact", "equals", "not_equals", "matches", "exists", "absent", "gt", "lt", "ge", "le"},
-                              [&](const std::string& k, const YAML::Node& kn, const YAML::Node& x) {
-                                if (k == "fact") {
-                                  // env[NCCL_IB_TIMEOUT]: one key of a keyed fact.
-                                  if (!Scalar(x, "fact", &cond.fact)) return;
-                                  const std::string& f = cond.fact.value;
-                                  size_t br = f.find('[');
-                                  if (br != std::string::npos && f.size() > br + 2 && f.back() == ']') {
-                                    cond.key = {f.substr(br + 1, f.size() - br - 2), cond.fact.pos};
-                                    cond.fact.value = f.substr(0, br);
-                                  }
-                                } else if (!cond.op.empty()) {
-                                  Error(Pos(kn), "E-BAD-VALUE", "condition has two operators ('" + cond.op + "' and '" +
-                                                                   k + "'); write one condition per operator");
-                                } else {
-                                  cond.op = k;
-                                  if (!Scalar(x, k, &cond.value)) return;
-                                  long double num;
-                                  if (IsNumericOp(k) && !ParseNumber(cond.value.value, false, &num)) {
-                                    Error(cond.value.pos, "E-BAD-VALUE",
-                                          "'" + k + "' compares numbers; '" + cond.value.value + "' is not a number",
-                                          "write an integer (decimal, or hex with 0x); use equals / matches for text");
-                                  }
-                                }
-                              });
-                   if (cond.op.empty()) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
-                   c.where.push_back(cond);
-                 }
-               } else if (key == "job") {
-                 ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
-                   Int(x, "hosts_gt", 0, &c.job_hosts_gt);
-                 });
-               } else if (key == "silent_is_behind" || key == "ignore_unset") {
-                 Bool(v, key, key == "ignore_unset" ? &c.ignore_unset : &c.silent_is_behind);
-               } else if (key == "normal") {
-                 std::vector<Located<std::string>> vals;
-                 StringList(v, "normal", &vals);
-                 for (auto& x : vals) c.normal.push_back(x.value);
-               } else if (key == "population") Scalar(v, "population", &c.population);
-               else if (key == "check") {
-                 if (Scalar(v, "check", &c.check) && !kCollectiveChecks.count(c.check.value)) {
-                   std::string names;
-                   for (const auto& n : kCollectiveChecks) names += (names.empty() ? "" : ", ") + n;
-                   Error(Pos(v), "E-BAD-VALUE", "unknown collective check '" + c.check.value + "'",
-                         "use one of: " + names);
-                 }
-               }
-               else if (key == "present") Scalar(v, "present", &c.present);
-               else if (key == "absent") Scalar(v, "absent", &c.absent);
-               else if (key == "select") OneOf(v, "select", "min", "max", &c.select);
-               else if (key == "require") Scalar(v, "require", &c.require);
-               else if (key == "finding") ReadFinding(v, &c.finding);
-               else if (key == "references") ReadReferences(v, &c.references, &c.known_issues);
-             });
+  // Every key any kind reads; which of them this correlation's kind reads is
+  // checked once the kind is known (below).
+  std::set<std::string> allowed;
+  for (const auto& k : CommonCorrelationKeys()) allowed.insert(std::string(k));
+  for (const CorrelationKindInfo& info : CorrelationKinds()) {
+    for (const auto& k : info.keys) allowed.insert(std::string(k));
+  }
+  std::vector<std::pair<std::string, SourcePos>> given;  // kind-specific keys, where written
+  bool kind_given = false;
+  ForEachKey(n, "correlation", allowed, [&](const std::string& key, const YAML::Node& kn, const YAML::Node& v) {
+    const bool common = std::find(CommonCorrelationKeys().begin(), CommonCorrelationKeys().end(), key) !=
+                        CommonCorrelationKeys().end();
+    if (!common) given.push_back({key, Pos(kn)});
+    if (key == "id") Scalar(v, "id", &c.id);
+    else if (key == "title") Scalar(v, "title", &c.title);
+    else if (key == "category") c.has_category = Word(v, "category", ParseCategory, CategoryNames(), &c.category);
+    else if (key == "kind") {
+      kind_given = true;
+      c.kind_pos = Pos(v);
+      Word(v, "correlation kind", ParseCorrelationKind, CorrelationKindNames(), &c.kind);
+    } else if (key == "fact") Scalar(v, "fact", &c.fact);
+    else if (key == "over") {
+      std::string s;
+      OneOf(v, "over", "rank", "host", &s);
+      c.over = s == "host" ? Over::kHost : Over::kRank;
+    } else if (key == "min_subjects" || key == "min_reporters") {
+      Int(v, key, 1, key == "min_subjects" ? &c.min_subjects : &c.min_reporters);
+    } else if (key == "enabled") {
+      Bool(v, "enabled", &c.enabled);
+    } else if (key == "where") {
+      if (!v.IsSequence()) {
+        Error(Pos(v), "E-BAD-VALUE", "where must be a list of conditions");
+        return;
+      }
+      for (const auto& w : v) {
+        Condition cond;
+        ReadCondition(w, &cond);
+        c.where.push_back(cond);
+      }
+    } else if (key == "job") {
+      ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
+        Int(x, "hosts_gt", 0, &c.job_hosts_gt);
+      });
+    } else if (key == "silent_is_behind" || key == "ignore_unset") {
+      Bool(v, key, key == "ignore_unset" ? &c.ignore_unset : &c.silent_is_behind);
+    } else if (key == "normal") {
+      std::vector<Located<std::string>> vals;
+      StringList(v, "normal", &vals);
+      for (auto& x : vals) c.normal.push_back(x.value);
+    } else if (key == "population") Scalar(v, "population", &c.population);
+    else if (key == "check") Word(v, "collective check", ParseCollectiveCheck, CollectiveCheckNames(), &c.check);
+    else if (key == "present") Scalar(v, "present", &c.present);
+    else if (key == "absent") Scalar(v, "absent", &c.absent);
+    else if (key == "select") {
+      std::string s;
+      OneOf(v, "select", "min", "max", &s);
+      c.select = s == "max" ? Select::kMax : Select::kMin;
+    } else if (key == "require") Scalar(v, "require", &c.require);
+    else if (key == "finding") ReadFinding(v, &c.finding);
+    else if (key == "references") ReadReferences(v, &c.references, &c.known_issues);
+  });
   if (c.id.value.empty()) {
     Error(Pos(n), "E-MISSING-KEY", "correlation needs an 'id'");
     return;
   }
-  if (c.kind.value.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'kind'");
-  else if (!kKinds.count(c.kind.value)) {
-    Error(c.kind.pos, "E-BAD-VALUE", "unknown correlation kind '" + c.kind.value + "'",
-          "use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map, collective");
-  }
-  if (c.kind.value == "collective" && c.check.value.empty()) {
-    Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " (collective) needs a 'check'");
+  if (!kind_given) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'kind'");
+  if (c.kind != CorrelationKind::kCount) {
+    // A key another kind reads means nothing to this one: refused, not ignored.
+    const CorrelationKindInfo& info = KindInfo(c.kind);
+    for (const auto& [key, pos] : given) {
+      if (std::find(info.keys.begin(), info.keys.end(), key) != info.keys.end()) continue;
+      std::string keys;
+      for (const auto& k : info.keys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      Error(pos, "E-UNKNOWN-KEY", "'" + key + "' means nothing to a " + info.name + " correlation",
+            keys.empty() ? std::string("a ") + info.name + " correlation takes only the common keys"
+                         : std::string("a ") + info.name + " correlation reads: " + keys);
+    }
+    for (const auto& key : info.required) {
+      bool have = false;
+      for (const auto& g : given) have |= g.first == key;
+      if (!have) {
+        Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " (" + info.name + ") needs '" + std::string(key) + "'");
+      }
+    }
   }
   if (c.title.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'title'");
-  if (c.category.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
+  if (!c.has_category && !n["category"]) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
   if (!c.finding.present) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'finding'");
   correlations.push_back(CorrEntry{std::move(c), layer});
 }
@@ -569,9 +569,8 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                } else if (key == "keyed" || key == "hex") {
                  Bool(v, key, key == "keyed" ? &f.keyed : &f.hex);
                } else if (key == "key") {
-                 if (Scalar(v, "key", &s)) {
-                   if (s != "comm" && s != "pg" && s != "name") Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");
-                   f.key_kind = s == "name" ? "" : s;
+                 if (Scalar(v, "key", &s) && !ParseKeyKind(s, &f.key_kind)) {
+                   Error(Pos(v), "E-BAD-VALUE", "key must be comm, pg or name");
                  }
                } else if (key == "window") {
                  Int(v, "window", 1, &f.window);

@@ -63,7 +63,17 @@ class RuleReader {
   // A scalar that must be `a` or `b` (an error otherwise; the value is kept).
   void OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
              std::string* out);
-  void Category(const YAML::Node& n, std::string* out);  // checked against the known categories
+  // A scalar naming a word of a vocabulary table (rules/vocabulary.h); an
+  // unknown one is an error whose help lists the table's words.
+  template <typename E>
+  bool Word(const YAML::Node& n, const std::string& what, bool (*parse)(std::string_view, E*),
+            const std::string& names, E* out) {
+    std::string s;
+    if (!Scalar(n, what, &s)) return false;
+    if (parse(s, out)) return true;
+    Error(Pos(n), "E-BAD-VALUE", "unknown " + what + " '" + s + "'", "use one of: " + names);
+    return false;
+  }
   bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
   // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
   template <typename F>
@@ -76,6 +86,7 @@ class RuleReader {
   void ReadRule(const YAML::Node& n);
   void ReadDocument(const YAML::Node& root);
   void ReadCorrelation(const YAML::Node& n);
+  void ReadCondition(const YAML::Node& w, Condition* cond);
   void ReadFact(const YAML::Node& n);
 };
 

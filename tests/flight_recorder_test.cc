@@ -625,7 +625,7 @@ TEST(FlightRecorderScan, ForeignPickleIsAFileErrorAndTheRestIsScanned) {
   const FileInfo* lf = FindFile(*a.state, log);
   ASSERT_NE(lf, nullptr);
   EXPECT_EQ(lf->lines, 3u);
-  EXPECT_EQ(a.diagnosis.status, "partial");
+  EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "partial");
 }
 
 TEST(FlightRecorderScan, TruncatedDumpIsAFileError) {

@@ -425,7 +425,7 @@ TEST(ReportReadable, HealthyRunGetsASummaryLineAndRankTable) {
   std::vector<std::string> paths;
   for (int r = 0; r < 4; ++r) paths.push_back(dir.Write("rank" + std::to_string(r) + ".log", RankLog(r)));
   Analysis a = Scan(paths);
-  ASSERT_EQ(a.diagnosis.status, "ok");
+  ASSERT_EQ(std::string(StatusName(a.diagnosis.status)), "ok");
   ReportOptions ro;
   ro.ranks = true;
   const std::string text = RenderText(*a.state, a.diagnosis, ro);

@@ -284,9 +284,67 @@ TEST(RuleLoader, AcceptsNumericAndKeyedConditions) {
   ASSERT_EQ(where.size(), 5u);
   EXPECT_EQ(where[0].fact.value, "env");
   EXPECT_EQ(where[0].key.value, "NCCL_IB_TIMEOUT");
-  EXPECT_EQ(where[0].op, "lt");
-  EXPECT_EQ(where[1].op, "ge");
+  EXPECT_EQ(std::string(OpName(where[0].op)), "lt");
+  EXPECT_EQ(std::string(OpName(where[1].op)), "ge");
   EXPECT_EQ(where[2].key.value, "");
+}
+
+// A correlation of one kind with keys another kind reads (rules/vocabulary.cc):
+// refused where the key is written, not ignored.
+std::string Correlation(const std::string& kind_and_keys) {
+  return std::string(kFacts) +
+         "correlations:\n"
+         "  - id: C\n"
+         "    title: t\n"
+         "    category: env\n" +
+         kind_and_keys + "    finding: {severity: warning, explanation: x}\n";
+}
+
+TEST(RuleLoader, RefusesAKeyItsKindDoesNotRead) {
+  EXPECT_EQ(Load(Correlation("    kind: consensus\n    fact: network\n    check: behind\n")),
+            "t.yaml:11:5: error: 'check' means nothing to a consensus correlation [E-UNKNOWN-KEY]\n"
+            "        check: behind\n"
+            "        ^\n"
+            "help: a consensus correlation reads: fact, over, min_subjects, ignore_unset, normal, population\n");
+  EXPECT_NE(Load(Correlation("    kind: collective\n    check: behind\n    over: host\n"))
+                .find("t.yaml:11:5: error: 'over' means nothing to a collective correlation"),
+            std::string::npos);
+  EXPECT_NE(Load(Correlation("    kind: missing_ranks\n    fact: network\n"))
+                .find("help: a missing_ranks correlation takes only the common keys"),
+            std::string::npos);
+  EXPECT_EQ(Load(Correlation("    kind: consensus\n    fact: network\n    over: host\n")), "");
+}
+
+TEST(RuleLoader, NamesTheKeyAKindCannotDoWithout) {
+  EXPECT_NE(Load(Correlation("    kind: extreme\n    select: max\n"))
+                .find("error: correlation C (extreme) needs 'fact' [E-MISSING-KEY]"),
+            std::string::npos);
+  EXPECT_NE(Load(Correlation("    kind: collective\n")).find("correlation C (collective) needs 'check'"),
+            std::string::npos);
+}
+
+TEST(RuleLoader, UnknownWordsOfTheVocabularyAreErrorsWithTheirPlace) {
+  EXPECT_EQ(Load(Correlation("    kind: guess\n")),
+            "t.yaml:9:11: error: unknown correlation kind 'guess' [E-BAD-VALUE]\n"
+            "        kind: guess\n"
+            "              ^\n"
+            "help: use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map, "
+            "collective\n");
+  const std::string category = Load(std::string(kFacts) +
+                                    "correlations:\n"
+                                    "  - id: C\n"
+                                    "    title: t\n"
+                                    "    category: network\n"
+                                    "    kind: missing_ranks\n"
+                                    "    finding: {severity: warning, explanation: x}\n");
+  EXPECT_NE(category.find("t.yaml:8:15: error: unknown category 'network' [E-BAD-VALUE]"), std::string::npos)
+      << category;
+  EXPECT_EQ(category.find("needs a 'category'"), std::string::npos) << category;  // one error, not two
+  const std::string owner = Load(Correlation("    kind: missing_ranks\n").replace(
+      Correlation("    kind: missing_ranks\n").find("finding: {"), 10, "finding: {owner: network, "));
+  EXPECT_NE(owner.find("unknown owner 'network'"), std::string::npos) << owner;
+  EXPECT_NE(owner.find("help: use one of: fabric, gpu-hardware, node-config, application, launcher, library"),
+            std::string::npos);
 }
 
 // Regression: values were read with atoi, so `lt: many` compared with 0 and

@@ -126,7 +126,7 @@ TEST(Scanner, AFileDoesNotContinueAnotherFilesInterfaceList) {
   ScanOptions j1;
   j1.jobs = 1;
   Analysis both = Analyze(Rules(), {a, b}, j1);
-  EXPECT_EQ(both.diagnosis.status, "ok");
+  EXPECT_EQ(std::string(StatusName(both.diagnosis.status)), "ok");
   for (const Finding& f : both.diagnosis.findings) EXPECT_NE(f.rule_id, "NCCL-SOCKET-UNROUTABLE-IF");
   const std::string want = RenderJson(*both.state, both.diagnosis);
   for (int jobs : {2, 4, 8}) {
@@ -555,7 +555,7 @@ TEST(Scanner, ZeroFilledHoleDoesNotSwallowTheNextLine) {
       Analysis a = Analyze(Rules(), {path}, ScanOptions());
       EXPECT_EQ(a.state->counters().overlong_lines, 0u);
       EXPECT_EQ(a.state->counters().lines, 3u);
-      EXPECT_EQ(a.diagnosis.status, "fail");
+      EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "fail");
       ASSERT_FALSE(a.diagnosis.findings.empty());
       EXPECT_EQ(a.diagnosis.findings[0].rule_id, "NCCL-CONN-CLOSED");
     }
@@ -564,7 +564,7 @@ TEST(Scanner, ZeroFilledHoleDoesNotSwallowTheNextLine) {
   std::string path = dir.Write("long.log", std::string(3 << 20, 'x') + "\n" + warn);
   Analysis a = Analyze(Rules(), {path}, ScanOptions());
   EXPECT_EQ(a.state->counters().overlong_lines, 1u);
-  EXPECT_EQ(a.diagnosis.status, "fail");
+  EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "fail");
 }
 
 TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {

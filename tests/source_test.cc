@@ -453,11 +453,11 @@ TEST(Source, DamagedCompressedMemberIsUnreadableAndTheMembersAfterItRead) {
       std::string json = RenderJson(*a.state, a.diagnosis);
       EXPECT_NE(json.find("\"unreadable_files\":1"), std::string::npos);
       if (failing) {
-        EXPECT_EQ(a.diagnosis.status, "fail");
+        EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "fail");
         ASSERT_FALSE(a.diagnosis.findings.empty());
         EXPECT_EQ(a.diagnosis.findings[0].rule_id, "NCCL-CONNECT-FAILED");
       } else {
-        EXPECT_EQ(a.diagnosis.status, "partial");
+        EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "partial");
       }
     }
   }

@@ -153,7 +153,7 @@ TEST(TraceReport, FlightRecorderEntriesAreSlicesPerRank) {
   st.Finalize();
   AddDumps(&st);
   Diagnosis d;
-  d.status = "unknown";
+  d.status = Status::kUnknown;
   std::string out = RenderTrace(st, d);
   EXPECT_EQ(out, RenderTrace(st, d));
   Trace t = Parse(out);
@@ -207,7 +207,7 @@ TEST(TraceReport, CulpritTrackIsNamedSortedFirstAndMarked) {
   d.findings.push_back(MakeFinding("TEST-RULE", {5}, "[Rank 5] NCCL WARN boom", -1));
   d.primary = 1;
   d.findings[1].primary = true;
-  d.status = "fail";
+  d.status = Status::kFail;
   d.headline = "boom on rank 5";
   Trace t = Parse(RenderTrace(st, d));
   // Rank 5 wrote nothing and dumped nothing: its track exists because it is the suspect.

@@ -78,7 +78,7 @@ TEST_P(Verdict, StatusAndPrimary) {
   ScanOptions opts;
   opts.jobs = 1;
   Analysis a = Analyze(BuiltInRules(), paths, opts);
-  EXPECT_EQ(a.diagnosis.status, row.status);
+  EXPECT_EQ(StatusName(a.diagnosis.status), std::string(row.status));
   const Finding* p = a.diagnosis.primary >= 0 ? &a.diagnosis.findings[a.diagnosis.primary] : nullptr;
   EXPECT_EQ(p ? p->rule_id : "", row.primary);
   if (p) {
@@ -240,7 +240,7 @@ TEST(Verdict, StoppedInTheFirstCollectiveIsSaid) {
                          {dir.Write("a" + std::to_string(last) + ".log", InitLines(0, 2, true) + Coll(0, last)),
                           dir.Write("b" + std::to_string(last) + ".log", InitLines(1, 2, true) + Coll(1, last))},
                          opts);
-    EXPECT_EQ(a.diagnosis.status, "incomplete");
+    EXPECT_EQ(std::string(StatusName(a.diagnosis.status)), "incomplete");
     return a.diagnosis.primary >= 0 ? a.diagnosis.findings[a.diagnosis.primary].explanation : std::string();
   };
   EXPECT_NE(explain(0).find("stopped in its first collective"), std::string::npos);
@@ -265,11 +265,11 @@ TEST(Verdict, ACheckThatThrowsIsNamedAndTheRestOfTheDiagnosisStands) {
   EXPECT_NE(json.find("\"internal_errors\":[\"CONSENSUS-DIED-FIRST: injected fault\"]"), std::string::npos);
   EXPECT_NE(RenderText(*a.state, a.diagnosis, {}).find("internal error in CONSENSUS-DIED-FIRST"), std::string::npos);
   EXPECT_TRUE(h.diagnosis.internal_errors.empty());
-  EXPECT_EQ(h.diagnosis.status, "ok");
+  EXPECT_EQ(std::string(StatusName(h.diagnosis.status)), "ok");
   InjectStepFaultForTesting("collective model");
   Analysis h2 = Analyze(BuiltInRules(), {healthy}, opts);
   InjectStepFaultForTesting("");
-  EXPECT_EQ(h2.diagnosis.status, "partial");
+  EXPECT_EQ(std::string(StatusName(h2.diagnosis.status)), "partial");
   EXPECT_NE(h2.diagnosis.headline.find("could not run"), std::string::npos);
 }
 
