@@ -3,7 +3,7 @@
 // (protocol 2, the opcodes listed in docs/flight_recorder.md) and the JSON form.
 // A dump is one rank's ring buffer of collectives: per process group, the
 // sequence numbers it enqueued, started and completed, with op, sizes, dtypes
-// and times — the input of the collective-consensus model (engine/consensus.h).
+// and times — the input of the collective-consensus model (engine/models/consensus.h).
 //
 // Thread-safety: plain functions over values.
 #ifndef NCCLSCAN_PARSERS_FLIGHT_RECORDER_H_

@@ -82,7 +82,7 @@ struct EngineFact {
 // Every fact of the contract, in the order of Fact (EngineFacts()[i].id == i).
 const std::vector<EngineFact>& EngineFacts();
 
-// The identity `event` values the engine knows (engine/job_state.cc: Init START
+// The identity `event` values the engine knows (engine/state/job_state.cc: Init START
 // and Init COMPLETE mark a communicator's members, Abort… an abort; the others
 // are accepted and ignored).
 const std::vector<std::string_view>& EngineEvents();

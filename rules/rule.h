@@ -180,7 +180,7 @@ struct CorrelationRule {
   bool ignore_unset = false;      // consensus on a keyed fact: compare only subjects that have the key
   std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
-  CollectiveCheck check = CollectiveCheck::kCount;  // collective: which check (engine/consensus.h); kCount: none
+  CollectiveCheck check = CollectiveCheck::kCount;  // collective: which check (engine/models/consensus.h); kCount: none
   FindingSpec finding;
   std::vector<std::string> references;  // every URL, known issues' included
   std::vector<KnownIssue> known_issues;

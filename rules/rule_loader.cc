@@ -508,7 +508,7 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
         if (kv.first == IdentitySlotName(s)) {
           check_template(kv.second, vars, &cr.identity[s], "identity " + kv.first);
           cr.has_identity = true;
-          // A literal event must be one the engine acts on (engine/job_state.cc).
+          // A literal event must be one the engine acts on (engine/state/job_state.cc).
           if (s == kIdEvent && !cr.identity[s].parts().empty()) {
             std::string literal;
             bool is_literal = true;

@@ -97,7 +97,7 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
        "collective",
        {"check"},
        {"check"},
-       // engine/consensus.h: what each check fills in; the last seven, the
+       // engine/models/consensus.h: what each check fills in; the last seven, the
        // run's story (checks stopped, stopped_collectives).
        {"group", "seq", "op", "value", "majority", "fields", "reporters", "missing", "nranks", "source", "processes",
         "stage", "next", "behind", "causes", "test", "first"}},

@@ -30,7 +30,7 @@ enum class CorrelationKind : int {
   kExtreme,       // the subjects with the lowest (or highest) value of a fact
   kFirstInTime,   // the subject that reported a fact first
   kPeerMap,       // the host most reports name as the far end
-  kCollective,    // a check of the collective-consensus model (engine/consensus.h)
+  kCollective,    // a check of the collective-consensus model (engine/models/consensus.h)
   kCount
 };
 
@@ -53,7 +53,7 @@ bool ParseCorrelationKind(std::string_view s, CorrelationKind* out);
 // The keys every correlation may have, whatever its kind.
 const std::vector<std::string_view>& CommonCorrelationKeys();
 
-// --- Checks of the collective-consensus model (engine/consensus.h) ------------
+// --- Checks of the collective-consensus model (engine/models/consensus.h) ------------
 
 enum class CollectiveCheck : int {
   kNeverJoined,

@@ -1,4 +1,4 @@
-#include "engine/consensus.h"
+#include "engine/models/consensus.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "engine/analyze.h"
+#include "engine/run/analyze.h"
 
-#include "engine/diagnosis.h"
+#include "engine/models/diagnosis.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 

@@ -1,12 +1,12 @@
 // Cross-rank rules (engine/correlate) end to end, from log text to findings.
-#include "engine/correlate.h"
+#include "engine/models/correlate.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "engine/analyze.h"
+#include "engine/run/analyze.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {

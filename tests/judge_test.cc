@@ -1,14 +1,14 @@
-// The judge (engine/judge.h): SHA-256 against known digests and sha256sum, the
+// The judge (engine/corpus/judge.h): SHA-256 against known digests and sha256sum, the
 // split on known addresses, truth.json validation, each judgement, and the
 // table totals.
-#include "engine/judge.h"
+#include "engine/corpus/judge.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 
-#include "engine/sha256.h"
+#include "engine/corpus/sha256.h"
 
 namespace ncclscan {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "engine/analyze.h"
-#include "engine/report.h"
+#include "engine/run/analyze.h"
+#include "engine/reports/report.h"
 #include "rules/rule_loader.h"
 #include "rules/version_range.h"
 #include "tests/test_util.h"

@@ -1,8 +1,8 @@
-// Partials and merge (engine/partial.h): split every corpus case several ways,
+// Partials and merge (engine/run/partial.h): split every corpus case several ways,
 // write a partial per share, merge them in another order, and require the JSON
 // diagnosis of one scan over the same files, byte for byte. Then the ways a
 // partial can be bad: each a clear error naming the file.
-#include "engine/partial.h"
+#include "engine/run/partial.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <map>
 #include <set>
 
-#include "engine/report.h"
-#include "engine/source.h"
+#include "engine/reports/report.h"
+#include "engine/io/source.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {

@@ -1,4 +1,4 @@
-// The ranking of findings (engine/diagnosis.h RanksBefore, PrimaryOf), row by
+// The ranking of findings (engine/models/diagnosis.h RanksBefore, PrimaryOf), row by
 // row: which finding goes first and why. Each row is one rule of the order;
 // inverting any of them in the engine fails its row.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/diagnosis.h"
+#include "engine/models/diagnosis.h"
 
 namespace ncclscan {
 namespace {

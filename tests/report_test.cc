@@ -2,14 +2,14 @@
 // markdown and JSON reports escaped for them (no terminal controls, bidi
 // overrides, HTML, links, mentions or fences of the input's own), text is cut
 // between characters, and the reports are bounded ("and N more").
-#include "engine/report.h"
+#include "engine/reports/report.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "engine/analyze.h"
-#include "engine/markdown_escape.h"
+#include "engine/run/analyze.h"
+#include "engine/reports/markdown_escape.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"

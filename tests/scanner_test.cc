@@ -1,4 +1,4 @@
-#include "engine/scanner.h"
+#include "engine/scan/scanner.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "engine/analyze.h"
-#include "engine/report.h"
+#include "engine/run/analyze.h"
+#include "engine/reports/report.h"
 #include "rules/rule_loader.h"
 #include "tests/differential.h"
 #include "tests/test_util.h"

@@ -1,7 +1,7 @@
-// Input hygiene (engine/source.h): what a walk skips, -g globs, each real file
+// Input hygiene (engine/io/source.h): what a walk skips, -g globs, each real file
 // once, tar archives member by member, bzip2 / xz, damaged archives, and
 // evidence that cites the file and line of a grep -H -n prefix.
-#include "engine/source.h"
+#include "engine/io/source.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/analyze.h"
-#include "engine/report.h"
+#include "engine/run/analyze.h"
+#include "engine/reports/report.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 

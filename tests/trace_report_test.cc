@@ -3,7 +3,7 @@
 // (never-completed work drawn to the dumps' latest time), watchdog lines as
 // slices ending at their time, the two clocks aligned, untimed findings at ts 0,
 // hostile text escaped, and the output a valid, deterministic JSON document.
-#include "engine/trace_report.h"
+#include "engine/reports/trace_report.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/analyze.h"
+#include "engine/run/analyze.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 

@@ -1,4 +1,4 @@
-// The verdict (engine/diagnosis.cc RefineStatus, engine/story.cc): what the run
+// The verdict (engine/models/diagnosis.cc RefineStatus, engine/models/story.cc): what the run
 // did — healthy, hung, crashed, failed, incomplete — and which finding leads,
 // end to end from log text. Each case is a table row: a log, the status, the
 // primary rule and its suspect ranks, and why.
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/analyze.h"
-#include "engine/report.h"
+#include "engine/run/analyze.h"
+#include "engine/reports/report.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Flight Recorder scenarios of the collective-consensus checks (engine/consensus.h)
+"""Flight Recorder scenarios of the collective-consensus checks (engine/models/consensus.h)
 that tools/fr_fixtures.py does not write: a rank behind the others, and dumps
 joined with the text logs of the same job. Same conventions (deterministic files,
 an existing expected.json left alone).

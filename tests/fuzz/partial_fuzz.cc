@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/partial.h"
-#include "engine/report.h"
+#include "engine/run/partial.h"
+#include "engine/reports/report.h"
 #include "rules/rule_loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

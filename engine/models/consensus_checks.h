@@ -1,0 +1,77 @@
+// The checks of the collective-consensus model (engine/models/consensus.h), one
+// method per `check:` of a correlation of kind `collective`. Internal to the
+// engine: consensus.cc builds the model and dispatches; consensus_checks.cc
+// holds the checks that compare groups and sequences (dumps, COLL trace,
+// watchdog SeqNums); consensus_text.cc those read from ranks' text alone
+// (who went silent first, enqueued-but-not-started from status lines).
+//
+// Thread-safety: a Checks reads a finalized JobState and a built model and
+// only appends to `out`; one thread.
+#ifndef NCCLSCAN_ENGINE_MODELS_CONSENSUS_CHECKS_H_
+#define NCCLSCAN_ENGINE_MODELS_CONSENSUS_CHECKS_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/models/consensus.h"
+#include "engine/state/job_state.h"
+
+namespace ncclscan {
+
+struct Finding;
+
+using Vars = std::map<std::string, std::string>;
+
+inline std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+struct Checks {
+  const JobState& state;
+  const CollectiveModel& m;
+  std::vector<Finding>* out;
+
+  // A finding of correlation `c` naming `suspects` (global ranks), with `vars`.
+  void Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
+            Vars vars, const std::string& group, std::vector<Evidence> evidence) const;
+  // World size the job itself states: NCCL communicators' nranks (the largest:
+  // the world communicator), PyTorch's default process-group size, pg_config.
+  int WorldSize() const;
+  std::set<int> PresentRanks() const;
+  // What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
+  std::string TextSays(int rank, std::vector<Evidence>* ev) const;
+
+  void NeverJoined(const CompiledCorrelation& c) const;
+  void MissingDump(const CompiledCorrelation& c) const;
+  void Behind(const CompiledCorrelation& c) const;
+  void Mismatch(const CompiledCorrelation& c) const;
+  void NotStarted(const CompiledCorrelation& c) const;
+  void P2pUnpaired(const CompiledCorrelation& c) const;
+  void P2pUnpairedColl(const CompiledCorrelation& c) const;
+  // Of the sends nobody received and the receives nobody sent, by (src, dst):
+  // where a receiver or a sender chose another peer, names it (a peer
+  // mismatch) and marks both sides told. Dumps and COLL traces share it.
+  using PeerOps = std::map<std::pair<int, int>, const CollectiveCall*>;
+  void PeerMismatches(const CompiledCorrelation& c, const GroupView& g, const PeerOps& extra_send,
+                      const PeerOps& extra_recv, std::set<std::pair<int, int>>* told_send,
+                      std::set<std::pair<int, int>>* told_recv) const;
+  void Straggler(const CompiledCorrelation& c) const;
+  // The run's story (engine/models/story.cc): every process stopped inside NCCL init.
+  void Stopped(const CompiledCorrelation& c) const;
+  // Every process got to its collectives and none shows the end of its run.
+  void StoppedInCollectives(const CompiledCorrelation& c) const;
+  // consensus_text.cc
+  void DiedFirst(const CompiledCorrelation& c) const;
+  void NotStartedText(const CompiledCorrelation& c) const;
+  // A stall report whose missing ranks are most of the world: the few that
+  // submitted are the suspects.
+  void LoneSubmitter(const CompiledCorrelation& c) const;
+};
+
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_MODELS_CONSENSUS_CHECKS_H_

@@ -1,0 +1,431 @@
+#include "engine/models/diagnosis.h"
+#include "engine/models/correlate.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <map>
+
+namespace ncclscan {
+
+Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Category category,
+                  const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references) {
+  Finding f;
+  f.rule_id = id;
+  f.kind = kind;
+  f.category = category;
+  f.severity = spec.severity;
+  f.confidence = spec.confidence;
+  f.role = spec.role;
+  f.title = title;
+  f.references = references;
+  f.owner = spec.has_owner ? spec.owner : DefaultOwner(category);
+  return f;
+}
+
+void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f) {
+  std::set<int> ranks;
+  std::set<std::string> hosts, others, files;
+  for (int i : subjects) {
+    const Subject& s = state.subjects()[i];
+    if (s.rank >= 0) ranks.insert(s.rank);
+    else if (s.pid >= 0) others.insert(s.label);
+    else files.insert(s.label.empty() ? s.host : s.label);  // lines with no process or rank
+    if (!s.host.empty()) hosts.insert(s.host);
+  }
+  // A file name adds nothing next to known ranks (headerless continuation lines
+  // such as PyTorch's "Last error:" copy of an NCCL warning land there).
+  if (ranks.empty() && others.empty()) others = files;
+  f->ranks.assign(ranks.begin(), ranks.end());
+  f->hosts.assign(hosts.begin(), hosts.end());
+  f->others.assign(others.begin(), others.end());
+}
+
+std::string SubjectsText(const Finding& f) {
+  std::string out = CompactRanks(f.ranks);
+  for (const auto& o : f.others) {
+    if (!out.empty()) out += ", ";
+    out += o;
+  }
+  return out.empty() ? "?" : out;
+}
+
+std::string HostsText(const Finding& f) {
+  std::string out;
+  for (const auto& h : f.hosts) {
+    if (!out.empty()) out += ",";
+    out += h;
+  }
+  return out.empty() ? "?" : out;
+}
+
+namespace {
+
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Captures with these names also fill the structured fields of a finding.
+void FillWhere(const std::map<std::string, std::string>& vars, Finding* f) {
+  auto get = [&](std::initializer_list<const char*> names) -> std::string {
+    for (const char* n : names) {
+      auto it = vars.find(n);
+      if (it != vars.end() && !it->second.empty()) return it->second;
+    }
+    return "";
+  };
+  f->communicator = get({"commid", "comm"});
+  f->process_group = get({"pg"});
+  f->op_type = get({"op", "optype"});
+  f->sequence = get({"seq", "seqnum"});
+}
+
+void LineFindings(const JobState& state, std::vector<Finding>* out) {
+  const RuleSet& rules = state.rules();
+  for (const auto& kv : state.line_findings()) {
+    const LineFindingAcc& acc = kv.second;
+    const CompiledRule& r = rules.rules()[acc.rule];
+    Finding f = FindingOf(r.spec.id.value, std::nullopt, r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
+    f.evidence = acc.evidence;
+    f.count = acc.count;
+    f.group = acc.group;
+    f.first = acc.first;
+    f.last = acc.last;
+    f.result = acc.result;
+    FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
+    FillWhere(acc.vars, &f);
+    auto lookup = [&](const std::string& name, std::string* o) {
+      if (name == "ranks") o->append(SubjectsText(f));
+      else if (name == "hosts") o->append(HostsText(f));
+      else if (name == "count") o->append(std::to_string(f.count));
+      else {
+        auto it = acc.vars.find(name);
+        if (it != acc.vars.end()) o->append(it->second);
+      }
+    };
+    f.explanation = r.explanation.Render(lookup);
+    f.remediation = r.remediation.Render(lookup);
+    out->push_back(std::move(f));
+  }
+}
+
+int RoleOrder(Role r) { return r == Role::kRoot ? 0 : (r == Role::kContext ? 1 : 2); }
+
+}  // namespace
+
+bool RanksBefore(const Finding& a, const Finding& b) {
+  bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
+  if (ca != cb) return cb;
+  if (a.severity != b.severity) return a.severity > b.severity;
+  // The collective-consensus model names a culprit (engine/models/consensus.h): at
+  // equal severity it goes before the findings of those who reported.
+  const bool xa = a.kind == CorrelationKind::kCollective, xb = b.kind == CorrelationKind::kCollective;
+  if (xa != xb) return xa;
+  if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
+  if (a.confidence != b.confidence) return a.confidence > b.confidence;
+  if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
+  return a.fingerprint < b.fingerprint;
+}
+
+int PrimaryOf(const std::vector<Finding>& ranked) {
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].severity >= Severity::kWarning) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace {
+
+// The key fields of a finding without what differs between reruns of one
+// incident: the job's host names, IP addresses, ports, pointers and pids.
+std::string NormaliseKey(std::string key, const std::set<std::string>& hosts) {
+  static const RE2 kIpv4(R"(\b\d{1,3}(?:\.\d{1,3}){3}\b)");
+  static const RE2 kIpv6(R"((?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[\w.-]+)?)");
+  static const RE2 kHex(R"((?i)\b0x[0-9a-f]+\b)");
+  static const RE2 kPort(R"(<\d+>)");
+  static const RE2 kHostPid(R"(\b[\w.-]+:\d+:\d+\b)");
+  for (const auto& h : hosts) {
+    if (h.size() < 2) continue;
+    for (size_t p = key.find(h); p != std::string::npos; p = key.find(h, p + 6)) key.replace(p, h.size(), "<host>");
+  }
+  RE2::GlobalReplace(&key, kHostPid, "<proc>");
+  RE2::GlobalReplace(&key, kIpv4, "<ip>");
+  RE2::GlobalReplace(&key, kIpv6, "<ip>");
+  RE2::GlobalReplace(&key, kHex, "<hex>");
+  RE2::GlobalReplace(&key, kPort, "<port>");
+  return key;
+}
+
+// What the run did, beyond how bad the worst finding is (DESIGN §10): a
+// process that died on its own is "crashed"; a failure whose primary is a
+// timeout or a rank that never joined is "hung"; a clean result whose run's
+// story stops inside init is "incomplete" (never "ok": healthy needs evidence),
+// with that story as the primary.
+void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
+  if (d->status == Status::kFail) {
+    for (const Finding& f : fs) {
+      if (f.category == Category::kCrash && f.role != Role::kCascade && f.severity >= Severity::kError) {
+        d->status = Status::kCrashed;
+        return;
+      }
+    }
+    if (d->primary >= 0) {
+      const Category cat = fs[d->primary].category;
+      if (cat == Category::kTimeout || cat == Category::kDesync || cat == Category::kHang) d->status = Status::kHung;
+    }
+    return;
+  }
+  if (d->status != Status::kOk && d->status != Status::kPartial) return;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (fs[i].category == Category::kHang && d->primary < 0) {
+      if (d->status == Status::kOk) d->status = Status::kIncomplete;
+      d->primary = static_cast<int>(i);
+      return;
+    }
+  }
+}
+
+// Findings of one rule with one fingerprint are one problem: subjects, counts
+// and evidence (capped) are pooled into the first, which keeps its text.
+void MergeSameProblem(std::vector<Finding>* fs) {
+  std::map<std::string, size_t> seen;
+  std::vector<Finding> out;
+  for (auto& f : *fs) {
+    auto it = seen.find(f.rule_id + "|" + f.fingerprint);
+    if (it == seen.end()) {
+      seen.emplace(f.rule_id + "|" + f.fingerprint, out.size());
+      out.push_back(std::move(f));
+      continue;
+    }
+    Finding& into = out[it->second];
+    std::set<int> ranks(into.ranks.begin(), into.ranks.end());
+    ranks.insert(f.ranks.begin(), f.ranks.end());
+    into.ranks.assign(ranks.begin(), ranks.end());
+    std::set<std::string> hosts(into.hosts.begin(), into.hosts.end()), others(into.others.begin(), into.others.end());
+    hosts.insert(f.hosts.begin(), f.hosts.end());
+    others.insert(f.others.begin(), f.others.end());
+    into.hosts.assign(hosts.begin(), hosts.end());
+    into.others.assign(others.begin(), others.end());
+    into.count += f.count;
+    for (auto& e : f.evidence) {
+      if (into.evidence.size() < kMaxEvidencePerFinding) into.evidence.push_back(std::move(e));
+    }
+    if (into.result.empty()) into.result = f.result;
+    if (f.first.file >= 0 && (into.first.file < 0 || SeenBefore(f.first, into.first))) into.first = f.first;
+    if (f.last.file >= 0 && (into.last.file < 0 || SeenBefore(into.last, f.last))) into.last = f.last;
+  }
+  *fs = std::move(out);
+}
+
+// The versions of `fact` (nccl_version, torch_version) that finding f's
+// subjects run: its ranks and host:pid subjects, else the processes of its
+// hosts; when none of those printed one, every version the job printed.
+std::vector<std::string> VersionsFor(const JobState& state, const std::vector<int>& live, const Finding& f,
+                                     int fact) {
+  std::set<std::string> mine, hosts, job;
+  const std::set<int> ranks(f.ranks.begin(), f.ranks.end());
+  const std::set<std::string> others(f.others.begin(), f.others.end()), on(f.hosts.begin(), f.hosts.end());
+  for (int i : live) {
+    const Subject& s = state.subjects()[i];
+    const FactValue* v = s.Get(fact);
+    if (!v || v->value.empty()) continue;
+    job.insert(v->value);
+    if ((s.rank >= 0 && ranks.count(s.rank)) || others.count(s.label)) mine.insert(v->value);
+    else if (on.count(s.host)) hosts.insert(v->value);
+  }
+  const std::set<std::string>& use = !mine.empty() ? mine : (!hosts.empty() ? hosts : job);
+  return std::vector<std::string>(use.begin(), use.end());
+}
+
+KnownIssueNote Judge(const KnownIssue& k, std::vector<std::string> versions) {
+  KnownIssueNote n;
+  n.issue = &k;
+  bool any = false, affected = false, fixed = false;
+  for (const auto& text : versions) {
+    Version v;
+    if (!ParseVersion(text, &v)) continue;
+    any = true;
+    affected |= k.Affects(v);
+    fixed |= k.fixed_version.ok() && CompareVersions(v, k.fixed_version) >= 0;
+  }
+  n.status = !any ? "unknown" : affected ? "affected" : fixed ? "fixed" : "not_affected";
+  n.versions = std::move(versions);
+  return n;
+}
+
+// Notes each finding's known issues against the versions the log runs, and
+// drops a version-bound finding (its rule's `affected_only` issue) where every
+// version its subjects run is known and unaffected (docs/rules.md §2).
+void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
+  const RuleSet& rules = state.rules();
+  std::map<std::string, const std::vector<KnownIssue>*> of;
+  for (const auto& r : rules.rules()) {
+    if (!r.spec.known_issues.empty()) of[r.spec.id.value] = &r.spec.known_issues;
+  }
+  for (const auto& c : rules.correlations()) {
+    if (!c.spec.known_issues.empty()) of[c.spec.id.value] = &c.spec.known_issues;
+  }
+  if (of.empty()) return;
+  const int nccl = rules.fact(Fact::kNcclVersion), torch = rules.fact(Fact::kTorchVersion);
+  const std::vector<int> live = state.LiveSubjects();
+  std::vector<Finding> kept;
+  for (Finding& f : *fs) {
+    auto it = of.find(f.rule_id);
+    if (it == of.end()) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    f.known_issues.clear();
+    bool drop = false;
+    for (const KnownIssue& k : *it->second) {
+      const int fact = k.component == "torch" ? torch : nccl;
+      KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, live, f, fact));
+      drop |= k.affected_only && (n.status == "fixed" || n.status == "not_affected");
+      f.known_issues.push_back(std::move(n));
+    }
+    if (!drop) kept.push_back(std::move(f));
+  }
+  *fs = std::move(kept);
+}
+
+}  // namespace
+
+namespace {
+std::string& InjectedFault() {
+  static std::string what;
+  return what;
+}
+}  // namespace
+
+void InjectStepFaultForTesting(const std::string& what) { InjectedFault() = what; }
+
+void RunGuarded(const std::string& what, std::vector<std::string>* errors, const std::function<void()>& step) {
+  if (!errors) {
+    step();
+    return;
+  }
+  try {
+    if (!InjectedFault().empty() && InjectedFault() == what) throw std::out_of_range("injected fault");
+    step();
+  } catch (const std::exception& e) {
+    errors->push_back(what + ": " + e.what());
+  }
+}
+
+Diagnosis Diagnose(const JobState& state) {
+  Diagnosis d;
+  std::vector<Finding>& fs = d.findings;
+  RunGuarded("line findings", &d.internal_errors, [&] { LineFindings(state, &fs); });
+  RunCorrelations(state, &fs, &d.internal_errors);
+  // Before causality: a version-bound finding the log's version rules out
+  // explains nothing.
+  RunGuarded("known issues", &d.internal_errors, [&] { JudgeKnownIssues(state, &fs); });
+
+  // Causality: a finding that explains another turns it into a cascade.
+  const RuleSet& rules = state.rules();
+  std::map<std::string, std::vector<std::string>> explains;
+  for (const auto& r : rules.rules()) {
+    for (const auto& e : r.spec.finding.explains) explains[r.spec.id.value].push_back(e.value);
+  }
+  for (const auto& c : rules.correlations()) {
+    for (const auto& e : c.spec.finding.explains) explains[c.spec.id.value].push_back(e.value);
+  }
+  std::set<std::string> present;
+  for (const auto& f : fs) {
+    if (f.severity >= Severity::kWarning) present.insert(f.rule_id);
+  }
+  for (auto& f : fs) {
+    for (const auto& root : present) {
+      if (root == f.rule_id) continue;
+      const auto& ex = explains[root];
+      if (std::find(ex.begin(), ex.end(), f.rule_id) != ex.end()) {
+        f.role = Role::kCascade;
+        f.explained_by.push_back(root);
+      }
+    }
+  }
+
+  // Fingerprint = the problem, not the run: rule, role, category and the
+  // finding's key fields with host names, addresses, ports and pointers blanked.
+  // Never ranks, paths, pids or times. Findings of one rule whose keys meet
+  // after that are one finding.
+  const std::set<std::string> job_hosts = state.Hosts();
+  for (auto& f : fs) {
+    f.fingerprint = fmt::format(
+        "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + CategoryName(f.category) + "|" + NormaliseKey(f.group, job_hosts)));
+  }
+  MergeSameProblem(&fs);
+  JudgeKnownIssues(state, &fs);  // again on the pooled subjects of merged findings
+  // Rules whose line names a peer that closed or refused the connection: the
+  // printer is that peer's victim (PEER-CLOSED-STORM names the peer).
+  std::set<std::string> names_peer;
+  const int closed_peer = rules.fact(Fact::kClosedPeer);
+  for (const CompiledRule& r : rules.rules()) {
+    for (const CompiledFact& cf : r.facts) {
+      if (cf.fact == closed_peer) names_peer.insert(r.spec.id.value);
+    }
+  }
+  for (auto& f : fs) {
+    // Suspects: a correlation names them; a line finding suspects the ranks
+    // that printed it, unless it is a victim's report (timeouts, cascades, a
+    // connection its peer closed).
+    if (f.kind || (f.role != Role::kCascade && f.category != Category::kTimeout && !names_peer.count(f.rule_id))) {
+      f.suspect_ranks = f.ranks;
+      f.suspect_hosts = f.hosts;
+    }
+    std::string inst = f.fingerprint + "|" + CompactRanks(f.suspect_ranks) + "|";
+    for (const auto& h : f.suspect_hosts) inst += h + ",";
+    f.instance = fmt::format("{:016x}", Fnv1a(inst));
+  }
+
+  std::sort(fs.begin(), fs.end(), RanksBefore);
+
+  Severity worst = Severity::kInfo;
+  for (const Finding& f : fs) worst = std::max(worst, f.severity);
+  d.primary = PrimaryOf(fs);
+  d.status = worst >= Severity::kError ? Status::kFail : (worst >= Severity::kWarning ? Status::kWarn : Status::kOk);
+  // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
+  // launcher output. Unreadable inputs make a clean result partial.
+  const Counters& c = state.counters();
+  const uint64_t recognised = c.recognised_lines();
+  int unreadable = 0;
+  for (const auto& file : state.files()) unreadable += !file.error.empty();
+  // Flight Recorder dumps that were read are evidence too.
+  if (d.status == Status::kOk && recognised == 0 && c.matched_lines == 0 && state.flight_recorders().empty()) {
+    d.status = Status::kUnknown;
+  }
+  if ((d.status == Status::kOk || d.status == Status::kUnknown) && unreadable > 0) d.status = Status::kPartial;
+  // A check that could not run leaves "no problem found" unproven.
+  if (d.status == Status::kOk && !d.internal_errors.empty()) d.status = Status::kPartial;
+  RefineStatus(&d, fs);
+  if (d.primary >= 0) fs[d.primary].primary = true;
+  if (d.primary >= 0) {
+    const Finding& p = fs[d.primary];
+    std::string where;
+    if (!p.ranks.empty() || !p.others.empty()) {
+      where = (p.ranks.size() == 1 && p.others.empty() ? "rank " : (p.ranks.empty() ? "" : "ranks ")) + SubjectsText(p);
+    }
+    if (!p.hosts.empty()) where += (where.empty() ? "" : " on ") + HostsText(p);
+    d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
+  } else if (d.status == Status::kUnknown) {
+    d.headline = "nothing recognised: no NCCL or PyTorch distributed lines (was NCCL_DEBUG=INFO set?)";
+  } else if (d.status == Status::kPartial && unreadable == 0) {
+    d.headline = fmt::format("no problem found, but {} check{} could not run (internal error)",
+                             d.internal_errors.size(), d.internal_errors.size() == 1 ? "" : "s");
+  } else if (d.status == Status::kPartial) {
+    d.headline = fmt::format("no problem found in what could be read; {} input{} could not be read", unreadable,
+                             unreadable == 1 ? "" : "s");
+  } else {
+    d.headline = "no problem found";
+  }
+  return d;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,292 @@
+#include "engine/models/story.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <set>
+
+#include "engine/models/consensus_checks.h"
+#include "engine/models/diagnosis.h"
+
+namespace ncclscan {
+
+namespace {
+
+struct StageFacts {
+  Stage stage;
+  std::initializer_list<Fact> facts;
+};
+
+// The facts (rules/facts.yaml) whose presence proves a stage was reached.
+constexpr StageFacts kStageFacts[] = {
+    {Stage::kBanner, {Fact::kNcclVersion, Fact::kCudaDriver}},
+    {Stage::kBootstrap,
+     {Fact::kBootstrapIf, Fact::kSocketIf, Fact::kNetwork, Fact::kNetPlugin, Fact::kIbDevices, Fact::kIbMissing}},
+    {Stage::kInitStart, {Fact::kInitStart}},
+    {Stage::kTopology, {Fact::kCollChannels, Fact::kAlgoProto, Fact::kNvls}},
+    {Stage::kConnect,
+     {Fact::kIntraTransport, Fact::kInterTransport, Fact::kP2pChannels, Fact::kShmChannels, Fact::kGdr}},
+    {Stage::kInitComplete, {Fact::kInitComplete}},
+    {Stage::kCollectives,
+     {Fact::kLastOpcount, Fact::kP2pLast, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastCompleted}},
+};
+
+// A process's own failure: it errored, crashed, aborted or exited.
+constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash,  Fact::kCommAbort,
+                                   Fact::kExitcode,   Fact::kOom,    Fact::kElasticFailed};
+
+const Evidence* Later(const Evidence* a, const Evidence* b) {
+  if (!a) return b;
+  if (!b) return a;
+  if (a->time >= 0 && b->time >= 0 && a->time != b->time) return a->time < b->time ? b : a;
+  if (a->file != b->file) return a->file < b->file ? b : a;
+  return a->line < b->line ? b : a;
+}
+
+// The latest evidence of fact `f` on subject `sub`, keyed or not.
+const Evidence* LatestOf(const Subject& sub, int f) {
+  const Evidence* e = nullptr;
+  if (const FactValue* v = sub.Get(f)) e = &v->evidence;
+  if (const auto* m = sub.keyed.Find(f)) {
+    for (const auto& kv : *m) e = Later(e, &kv.second.evidence);
+  }
+  return e;
+}
+
+}  // namespace
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kNone: return "no NCCL line";
+    case Stage::kBanner: return "the version banner";
+    case Stage::kBootstrap: return "bootstrap (network interfaces chosen)";
+    case Stage::kInitStart: return "communicator init started";
+    case Stage::kTopology: return "topology and graph search";
+    case Stage::kConnect: return "transport connects between peers";
+    case Stage::kInitComplete: return "Init COMPLETE";
+    case Stage::kCollectives: return "collectives";
+  }
+  return "?";
+}
+
+const char* NextAfter(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner: return "the bootstrap interface (\"Bootstrap : Using …\") and \"ncclCommInitRank … Init START\"";
+    case Stage::kBootstrap: return "\"ncclCommInitRank … Init START\" once every rank has reached the bootstrap root";
+    case Stage::kInitStart: return "the topology (\"Trees\", \"Channel 00/02 : 0 1 …\") once all ranks exchanged their info";
+    case Stage::kTopology: return "the transport connects (\"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\" or \"via NET/…\")";
+    case Stage::kConnect: return "\"Connected all rings\" / \"Connected all trees\" and \"Init COMPLETE\"";
+    case Stage::kInitComplete: return "the first collective (nccl-tests: its results table)";
+    case Stage::kCollectives: return "more collectives, then teardown";
+  }
+  return "?";
+}
+
+const char* CausesAt(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner:
+    case Stage::kBootstrap:
+      return "the ranks cannot reach the bootstrap root (MASTER_ADDR/port unreachable, a firewall, a service-mesh "
+             "sidecar intercepting the port, the wrong interface picked), or some ranks were never started";
+    case Stage::kInitStart:
+      return "a rank that never joined the communicator (not started, crashed before init, a different world "
+             "size or unique id), or peers that cannot connect to each other on the bootstrap interface";
+    case Stage::kTopology:
+      return "topology detection or graph search stuck or failing on one node (sysfs/PCI paths in a container, "
+             "an NCCL_TOPO_FILE that does not fit)";
+    case Stage::kConnect:
+      return "a transport that cannot move data: P2P between GPUs blocked by PCIe ACS or the IOMMU, an IB/RoCE "
+             "setting that differs between hosts (GID index, RoCE version, MTU), a too small /dev/shm for SHM";
+    case Stage::kInitComplete:
+      return "a first collective that cannot complete (P2P over PCIe blocked by ACS or the IOMMU, a network path "
+             "that connects but carries no data) or a rank that never issued it";
+    case Stage::kCollectives:
+      return "one rank stopped issuing collectives";
+  }
+  return "?";
+}
+
+const char* TestAt(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+    case Stage::kBanner:
+    case Stage::kBootstrap:
+      return "check from each node that MASTER_ADDR:MASTER_PORT (or the NCCL bootstrap address) is reachable "
+             "(nc -zv), pin NCCL_SOCKET_IFNAME to the routable interface, and check that every rank was started";
+    case Stage::kInitStart:
+      return "compare the ranks and nranks every process printed: the rank missing from the Init START lines is "
+             "the one to look at";
+    case Stage::kTopology:
+      return "run with NCCL_DEBUG_SUBSYS=INIT,GRAPH and compare the nodes' topology (NCCL_TOPO_DUMP_FILE)";
+    case Stage::kConnect:
+      return "rerun with NCCL_P2P_DISABLE=1 (then NCCL_SHM_DISABLE=1, NCCL_IB_DISABLE=1) one at a time: the "
+             "setting that unblocks it names the transport; run nccl-tests between the same GPUs or hosts";
+    case Stage::kInitComplete:
+      return "rerun with NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1 / NCCL_IB_DISABLE=1: the setting that "
+             "unblocks it names the transport; py-spy dump every rank: one not inside an NCCL call is the culprit";
+    case Stage::kCollectives:
+      return "compare the last opCount / SeqNum of every rank";
+  }
+  return "?";
+}
+
+StoryFacts ResolveStoryFacts(const RuleSet& rules) {
+  StoryFacts out;
+  for (const StageFacts& sf : kStageFacts) {
+    for (Fact name : sf.facts) {
+      const int f = rules.fact(name);
+      if (f >= 0) out.stages.emplace_back(sf.stage, f);
+    }
+  }
+  for (Fact name : kAbnormalFacts) {
+    const int f = rules.fact(name);
+    if (f >= 0) out.abnormal.push_back(f);
+  }
+  return out;
+}
+
+StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s) {
+  const Subject& sub = state.subjects()[s];
+  StoryPoint p;
+  for (const auto& [stage, f] : facts.stages) {
+    const Evidence* e = LatestOf(sub, f);
+    if (!e) continue;
+    p.last = Later(p.last, e);
+    if (stage >= p.stage) {
+      p.stage = stage;
+      p.proof = e;
+    }
+  }
+  for (int f : facts.abnormal) p.abnormal |= sub.Has(f);
+  return p;
+}
+
+// stopped: every process's story ends inside NCCL init, with no error of its
+// own, no Init COMPLETE and no collective anywhere: the run did not finish,
+// and the stage they stopped at is where a hang would be. A process that
+// stopped at an earlier stage than most others is named in the text.
+void Checks::Stopped(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  // A communicator whose init completed on no rank (a second communicator
+  // after a first one completed, say), or on fewer ranks than it has: its
+  // members are inside init, as far as the logs show, whatever their earlier
+  // communicators reached.
+  std::set<int> in_open_init;
+  for (const auto& kv : state.comms()) {
+    const CommInfo& ci = kv.second;
+    // Open: started and completed nowhere, or completed on fewer ranks than it has.
+    const bool open = (!ci.ranks_started.empty() && ci.ranks_completed.empty()) ||
+                      (ci.nranks > 0 && static_cast<int>(ci.ranks_completed.size()) < ci.nranks);
+    if (open && ci.ranks_aborted.empty()) {
+      for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
+    }
+  }
+  // nccl-tests print their results table right after init: with the banner and
+  // no result, a process past Init COMPLETE is still in its first collective.
+  const int banner = state.rules().fact(Fact::kNccltestsRank);
+  const int result = state.rules().fact(Fact::kNccltestsResult);
+  bool nccltests = false, results = false;
+  for (int s : state.LiveSubjects()) {
+    nccltests |= banner >= 0 && state.subjects()[s].Has(banner);
+    results |= result >= 0 && state.subjects()[s].Has(result);
+  }
+  if (results) return;
+  const StoryFacts facts = ResolveStoryFacts(state.rules());
+  std::vector<std::pair<int, StoryPoint>> stories;
+  for (int s : state.LiveSubjects()) {
+    StoryPoint p = StoryOf(state, facts, s);
+    if (p.abnormal || p.stage == Stage::kCollectives) return;
+    if (p.stage == Stage::kInitComplete && !nccltests) {
+      if (!in_open_init.count(s)) return;
+      p.stage = Stage::kInitStart;  // of the communicator still open
+    }
+    if (p.stage != Stage::kNone) stories.emplace_back(s, p);
+  }
+  if (stories.empty()) return;
+  Stage low = Stage::kCollectives, high = Stage::kNone;
+  for (const auto& [s, p] : stories) {
+    low = std::min(low, p.stage);
+    high = std::max(high, p.stage);
+  }
+  std::vector<std::string> behind_names;
+  int at_low = 0;
+  for (const auto& [s, p] : stories) at_low += p.stage == low;
+  std::vector<Evidence> ev;
+  // The lines that prove each process's furthest stage, the laggards first.
+  for (const auto& [s, p] : stories) {
+    if (p.stage != low || low == high) continue;
+    const Subject& sub = state.subjects()[s];
+    behind_names.push_back(sub.rank >= 0 ? "rank " + std::to_string(sub.rank) : sub.host + ":" + std::to_string(sub.pid));
+    if (p.proof) ev.push_back(*p.proof);
+  }
+  for (const auto& [s, p] : stories) {
+    if (p.last && !(p.stage == low && low != high)) ev.push_back(*p.last);
+  }
+  // A laggard is a suspect only when it is the odd one out.
+  const bool odd = low != high && at_low * 2 < static_cast<int>(stories.size());
+  std::string where = odd ? fmt::format(" {} stopped earlier, at {}, while the others reached {}.",
+                                        Join(behind_names), StageName(low), StageName(high))
+                          : "";
+  Vars vars{{"stage", StageName(odd ? high : low)},
+            {"next", NextAfter(odd ? high : low)},
+            {"causes", CausesAt(odd ? low : high)},
+            {"test", TestAt(odd ? low : high)},
+            {"processes", std::to_string(stories.size())},
+            {"behind", where}};
+  // Named in the text, not as suspects: posted excerpts end at different
+  // lines on different ranks as often as hung ranks do.
+  Emit(c, {}, {}, vars, "run", ev);
+}
+
+// stopped_collectives: every process that reached a stage got to its
+// collectives, none failed on its own or timed out, and none shows the end of
+// its run (clean_end): the logs stop in the collectives. Either the excerpt
+// ends there or the run hung there. When every process's last collective is
+// its first (opCount 0), the text says so: a first collective that never
+// completes is where hangs are most common.
+void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  const RuleSet& rules = state.rules();
+  const int end = rules.fact(Fact::kCleanEnd), timeout = rules.fact(Fact::kTimeoutSeq);
+  const int result = rules.fact(Fact::kNccltestsResult);
+  const int opcount = rules.fact(Fact::kLastOpcount), p2p = rules.fact(Fact::kP2pLast);
+  const StoryFacts facts = ResolveStoryFacts(rules);
+  int processes = 0;
+  bool first_only = true;
+  std::vector<Evidence> ev;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if ((end >= 0 && sub.Has(end)) || (timeout >= 0 && sub.Has(timeout))) return;
+    const StoryPoint p = StoryOf(state, facts, s);
+    if (p.abnormal) return;
+    const bool results = result >= 0 && sub.Has(result);
+    if (p.stage != Stage::kCollectives && !results) continue;
+    ++processes;
+    if (p.last && ev.size() < kMaxEvidencePerFinding) ev.push_back(*p.last);
+    // The opCounts it issued (COLL trace): any beyond the first?
+    bool traced = false;
+    for (int f : {opcount, p2p}) {
+      if (f < 0 || f >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[f]) {
+        long double v;
+        traced = true;
+        if (!ParseNumber(kv.second.value, rules.facts()[f].hex, &v) || v != 0) first_only = false;
+      }
+    }
+    if (!traced || results) first_only = false;
+  }
+  if (processes == 0) return;
+  Vars vars{{"processes", std::to_string(processes)},
+            {"first", first_only
+                          ? " Every process's last collective is its first (opCount 0): the run stopped in its "
+                            "first collective."
+                          : ""},
+            {"causes", CausesAt(first_only ? Stage::kInitComplete : Stage::kCollectives)},
+            {"test", TestAt(first_only ? Stage::kInitComplete : Stage::kCollectives)}};
+  Emit(c, {}, {}, vars, "run", ev);
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,1074 @@
+#include "engine/reports/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "engine/reports/markdown_escape.h"
+#include "parsers/text_util.h"
+
+#ifndef NCCLSCAN_VERSION
+#define NCCLSCAN_VERSION "0.0.0"
+#endif
+
+namespace ncclscan {
+
+const char* ToolVersion() { return NCCLSCAN_VERSION; }
+
+namespace {
+
+// Minimal streaming JSON writer: keys in the order written, text escaped with
+// invalid UTF-8 replaced (log text is arbitrary bytes).
+class Json {
+ public:
+  void BeginObject() { Sep(); out_ += '{'; first_ = true; }
+  void EndObject() { out_ += '}'; first_ = false; }
+  void BeginArray() { Sep(); out_ += '['; first_ = true; }
+  void EndArray() { out_ += ']'; first_ = false; }
+  void Key(std::string_view k) {
+    Sep();
+    out_ += '"';
+    AppendJsonEscaped(&out_, k);
+    out_ += "\":";
+    first_ = true;  // the value follows without a comma
+  }
+  void String(std::string_view s) {
+    Sep();
+    out_ += '"';
+    AppendJsonEscaped(&out_, s);
+    out_ += '"';
+  }
+  void Int(int64_t v) { Sep(); out_ += std::to_string(v); }
+  void UInt(uint64_t v) { Sep(); out_ += std::to_string(v); }
+  void Double(double v) { Sep(); out_ += fmt::format("{:.2f}", v); }
+  void Bool(bool b) { Sep(); out_ += b ? "true" : "false"; }
+  void Null() { Sep(); out_ += "null"; }
+  void KV(std::string_view k, std::string_view v) { Key(k); String(v); }
+  void KVInt(std::string_view k, int64_t v) { Key(k); Int(v); }
+  std::string& str() { return out_; }
+
+ private:
+  void Sep() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  std::string out_;
+  bool first_ = true;
+};
+
+std::string RanksOfSubjects(const JobState& st, const std::vector<int>& subjects) {
+  std::vector<int> r;
+  for (int s : subjects) {
+    if (st.subjects()[s].rank >= 0) r.push_back(st.subjects()[s].rank);
+  }
+  return CompactRanks(r);
+}
+
+// NCCL / PyTorch versions and the ranks that reported each.
+std::map<std::string, std::vector<int>> VersionsOf(const JobState& st, Fact fact_id) {
+  std::map<std::string, std::vector<int>> out;
+  int fact = st.rules().fact(fact_id);
+  if (fact < 0) return out;
+  for (int s : st.LiveSubjects()) {
+    const FactValue* v = st.subjects()[s].Get(fact);
+    if (v) out[v->value].push_back(s);
+  }
+  return out;
+}
+
+void WriteFactValue(Json* j, const FactSpec& spec, const FactValue& v) {
+  if (spec.merge == MergeMode::kSet) {
+    j->BeginArray();
+    for (const auto& x : v.values) j->String(x);
+    j->EndArray();
+  } else {
+    j->String(v.value);
+  }
+}
+
+// input.skipped and input.walk_errors (engine/io/source.h: SkippedInputs).
+void WriteSkipped(Json* j, const SkippedInputs& sk) {
+  j->Key("skipped");
+  j->BeginObject();
+  for (const char* reason : {kSkipNotALog, kSkipBinary, kSkipDuplicate, kSkipHidden}) {
+    auto it = sk.count.find(reason);
+    j->Key(reason);
+    j->UInt(it == sk.count.end() ? 0 : it->second);
+  }
+  j->Key("paths");
+  j->BeginArray();
+  for (const auto& p : sk.paths) {
+    j->BeginObject();
+    j->KV("path", p.second);
+    j->KV("reason", p.first);
+    j->EndObject();
+  }
+  j->EndArray();
+  j->EndObject();
+  j->Key("walk_errors");
+  j->UInt(sk.walk_errors);
+}
+
+void WriteEvidence(Json* j, const JobState& st, const std::vector<Evidence>& ev) {
+  j->BeginArray();
+  for (const auto& e : ev) {
+    j->BeginObject();
+    j->KV("file", st.CitedPath(e));  // a grep -H -n prefix's file and line when there was one
+    j->KVInt("line", st.CitedLine(e));
+    j->KV("text", e.text);
+    j->EndObject();
+  }
+  j->EndArray();
+}
+
+std::string HumanBytes(uint64_t b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// A field of a report at most kMaxFieldText bytes long, cut between characters.
+std::string Bounded(std::string_view s) {
+  if (s.size() <= kMaxFieldText) return std::string(s);
+  return std::string(CutUtf8(s, kMaxFieldText - 3)) + "...";
+}
+
+std::string WithCommas(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+}  // namespace
+
+std::string RenderJson(const JobState& st, const Diagnosis& d) {
+  Json j;
+  const Counters& c = st.counters();
+  j.BeginObject();
+  j.KV("schema", kSchemaVersion);
+  j.KV("schema_version", kSchemaMinorVersion);
+  j.Key("tool");
+  j.BeginObject();
+  j.KV("name", "ncclscan");
+  j.KV("version", ToolVersion());
+  j.EndObject();
+  j.Key("ruleset");
+  j.BeginObject();
+  j.KVInt("rules", static_cast<int64_t>(st.rules().rules().size() + st.rules().correlations().size()));
+  j.KV("hash", st.rules().content_hash());
+  if (!st.rules().changes().empty()) {
+    j.Key("changes");
+    j.BeginArray();
+    for (const RuleChange& rc : st.rules().changes()) {
+      j.BeginObject();
+      j.KV("id", rc.id);
+      j.KV("change", rc.change);
+      j.KV("where", rc.where);
+      j.EndObject();
+    }
+    j.EndArray();
+  }
+  j.EndObject();
+  j.Key("job_id");
+  if (d.job_id.empty()) j.Null();
+  else j.String(d.job_id);
+
+  j.Key("input");
+  j.BeginObject();
+  j.Key("files");
+  j.BeginArray();
+  int unreadable = 0;
+  for (const auto& f : st.files()) {
+    j.BeginObject();
+    j.KV("path", f.path);
+    j.Key("bytes");
+    j.UInt(f.bytes);
+    j.Key("lines");
+    j.UInt(f.lines);
+    if (!f.error.empty()) {
+      j.KV("error", f.error);
+      ++unreadable;
+    }
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("bytes");
+  j.UInt(c.bytes);
+  j.Key("lines");
+  j.UInt(c.lines);
+  j.Key("lines_by_family");
+  j.BeginObject();
+  for (int i = 0; i < kNumFamilies; ++i) {
+    j.Key(FamilyName(static_cast<Family>(i)));
+    j.UInt(c.family_lines[i]);
+  }
+  j.EndObject();
+  j.Key("lines_recognised");
+  j.UInt(c.recognised_lines());
+  j.Key("lines_matched");
+  j.UInt(c.matched_lines);
+  j.Key("lines_unparsed");
+  j.BeginObject();
+  j.Key("binary");
+  j.UInt(c.binary_lines);
+  j.Key("with_nul");
+  j.UInt(c.nul_lines);
+  j.Key("overlong_cut");
+  j.UInt(c.overlong_lines);
+  j.Key("glued_split");
+  j.UInt(c.glued_lines);
+  j.Key("bad_number");
+  j.UInt(c.bad_numbers);
+  j.EndObject();
+  j.KVInt("unreadable_files", unreadable);
+  j.Key("limits");
+  j.BeginObject();
+  for (const auto& [name, cap, over] : {std::tuple<const char*, size_t, uint64_t>{"processes_and_ranks", kMaxSubjects, c.over_subject_cap},
+                                        {"communicators", kMaxComms, c.over_comm_cap},
+                                        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap},
+                                        {"flight_recorder_entries", kMaxFrEntriesHeld, c.over_fr_entry_cap}}) {
+    j.Key(name);
+    j.BeginObject();
+    j.KVInt("cap", static_cast<int64_t>(cap));
+    j.Key("over");
+    j.UInt(over);
+    j.EndObject();
+  }
+  j.EndObject();
+
+  std::vector<int> live = st.LiveSubjects();
+  std::vector<int> ranks;
+  for (int s : live) {
+    if (st.subjects()[s].rank >= 0) ranks.push_back(st.subjects()[s].rank);
+  }
+  j.Key("ranks");
+  j.BeginObject();
+  j.KVInt("count", static_cast<int64_t>(ranks.size()));
+  j.KV("list", CompactRanks(ranks));
+  j.EndObject();
+  j.Key("hosts");
+  j.BeginArray();
+  for (const auto& h : st.Hosts()) j.String(h);
+  j.EndArray();
+  j.Key("communicators");
+  j.BeginArray();
+  for (const auto& kv : st.comms()) {
+    const CommInfo& ci = kv.second;
+    j.BeginObject();
+    j.KV("id", ci.id);
+    j.KVInt("nranks", ci.nranks);
+    std::set<int> seen = ci.RanksSeen();
+    j.KV("ranks_seen", CompactRanks(std::vector<int>(seen.begin(), seen.end())));
+    j.KV("ranks_init_complete", CompactRanks(std::vector<int>(ci.ranks_completed.begin(), ci.ranks_completed.end())));
+    std::set<std::string> hosts;
+    for (int s : ci.subjects) {
+      if (!st.subjects()[s].host.empty()) hosts.insert(st.subjects()[s].host);
+    }
+    j.Key("hosts");
+    j.BeginArray();
+    for (const auto& h : hosts) j.String(h);
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("versions");
+  j.BeginObject();
+  for (const char* name : {"nccl", "pytorch"}) {
+    j.Key(name);
+    j.BeginArray();
+    for (const auto& kv : VersionsOf(st, std::string(name) == "nccl" ? Fact::kNcclVersion : Fact::kTorchVersion)) {
+      j.BeginObject();
+      j.KV("version", kv.first);
+      j.KV("ranks", RanksOfSubjects(st, kv.second));
+      j.EndObject();
+    }
+    j.EndArray();
+  }
+  j.EndObject();
+  j.Key("identity_conflicts");
+  j.BeginArray();
+  for (const auto& s : st.identity_conflicts()) j.String(s);
+  j.EndArray();
+  WriteSkipped(&j, st.skipped());
+  j.EndObject();  // input
+
+  // Per-subject facts (ranks first).
+  j.Key("subjects");
+  j.BeginArray();
+  const auto& facts = st.rules().facts();
+  for (int si : live) {
+    const Subject& s = st.subjects()[si];
+    j.BeginObject();
+    if (s.rank >= 0) j.KVInt("rank", s.rank);
+    else j.Key("rank"), j.Null();
+    j.KV("label", s.label);
+    j.KV("host", s.host);
+    if (s.pid >= 0) j.KVInt("pid", s.pid);
+    j.Key("facts");
+    j.BeginObject();
+    for (size_t f = 0; f < facts.size(); ++f) {
+      if (facts[f].keyed) {
+        if (s.keyed[f].empty()) continue;
+        j.Key(facts[f].name.value);
+        j.BeginObject();
+        for (const auto& kv : s.keyed[f]) {
+          j.Key(kv.first);
+          WriteFactValue(&j, facts[f], kv.second);
+        }
+        j.EndObject();
+      } else if (const FactValue* v = s.Get(static_cast<int>(f))) {
+        j.Key(facts[f].name.value);
+        WriteFactValue(&j, facts[f], *v);
+      }
+    }
+    j.EndObject();
+    j.EndObject();
+  }
+  j.EndArray();
+
+  j.Key("verdict");
+  j.BeginObject();
+  j.KV("status", StatusName(d.status));
+  j.KV("headline", Bounded(d.headline));
+  if (d.primary >= 0) {
+    j.KV("primary", d.findings[d.primary].rule_id);
+    j.KV("primary_fingerprint", d.findings[d.primary].fingerprint);
+  } else {
+    j.Key("primary");
+    j.Null();
+    j.Key("primary_fingerprint");
+    j.Null();
+  }
+  j.EndObject();
+
+  j.Key("findings");
+  j.BeginArray();
+  size_t findings_omitted = 0;  // past kMaxJsonFindings (ranked: the least important)
+  for (size_t fi = 0; fi < d.findings.size(); ++fi) {
+    const Finding& f = d.findings[fi];
+    if (fi >= kMaxJsonFindings && static_cast<int>(fi) != d.primary) {
+      ++findings_omitted;
+      continue;
+    }
+    j.BeginObject();
+    j.KV("rule", f.rule_id);
+    j.KV("kind", FindingKindName(f));
+    j.KV("category", CategoryName(f.category));
+    j.KV("severity", SeverityName(f.severity));
+    j.Key("confidence");
+    j.Double(f.confidence);
+    j.KV("role", RoleName(f.role));
+    j.KV("title", Bounded(f.title));
+    j.KV("explanation", Bounded(f.explanation));
+    j.KV("ranks", CompactRanks(f.ranks));
+    j.Key("hosts");
+    j.BeginArray();
+    for (const auto& h : f.hosts) j.String(h);
+    j.EndArray();
+    j.Key("other_subjects");
+    j.BeginArray();
+    for (const auto& o : f.others) j.String(o);
+    j.EndArray();
+    for (auto [k, v] : {std::pair<const char*, const std::string*>{"communicator", &f.communicator},
+                        {"process_group", &f.process_group},
+                        {"op_type", &f.op_type},
+                        {"sequence", &f.sequence}}) {
+      j.Key(k);
+      if (v->empty()) j.Null();
+      else j.String(*v);
+    }
+    j.KVInt("count", f.count);
+    j.Key("evidence");
+    WriteEvidence(&j, st, f.evidence);
+    j.KV("remediation", Bounded(f.remediation));
+    j.Key("references");
+    j.BeginArray();
+    for (const auto& r : f.references) j.String(r);
+    j.EndArray();
+    j.Key("known_issues");
+    j.BeginArray();
+    for (const KnownIssueNote& n : f.known_issues) {
+      const KnownIssue& k = *n.issue;
+      j.BeginObject();
+      j.KV("url", k.url.value);
+      j.KV("title", Bounded(k.title));
+      j.KV("component", k.component);
+      j.Key("affected");
+      if (k.affected.value.empty()) j.Null();
+      else j.String(k.affected_range.text());
+      j.Key("fixed_in");
+      if (k.fixed_in.value.empty()) j.Null();
+      else j.String(k.fixed_in.value);
+      j.Key("affected_only");
+      j.Bool(k.affected_only);
+      j.KV("status", n.status);
+      j.Key("versions");
+      j.BeginArray();
+      for (const auto& v : n.versions) j.String(v);
+      j.EndArray();
+      j.EndObject();
+    }
+    j.EndArray();
+    j.Key("explained_by");
+    j.BeginArray();
+    for (const auto& e : f.explained_by) j.String(e);
+    j.EndArray();
+    j.Key("nccl_result");
+    if (f.result.empty()) j.Null();
+    else j.String(f.result);
+    j.Key("primary");
+    j.Bool(f.primary);
+    j.KV("owner", OwnerName(f.owner));
+    for (auto [name, who_ranks, who_hosts] :
+         {std::tuple<const char*, const std::vector<int>*, const std::vector<std::string>*>{
+              "suspects", &f.suspect_ranks, &f.suspect_hosts},
+          {"reporters", &f.ranks, &f.hosts}}) {
+      j.Key(name);
+      j.BeginObject();
+      j.KV("ranks", CompactRanks(*who_ranks));
+      j.Key("hosts");
+      j.BeginArray();
+      for (const auto& h : *who_hosts) j.String(h);
+      j.EndArray();
+      j.EndObject();
+    }
+    for (auto [name, seen] : {std::pair<const char*, const Seen*>{"first_seen", &f.first}, {"last_seen", &f.last}}) {
+      j.Key(name);
+      if (seen->time < 0) j.Null();
+      else j.String(FormatSecondsOfYear(seen->time));
+    }
+    j.KV("instance", f.instance);
+    j.KV("fingerprint", f.fingerprint);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.KVInt("findings_omitted", static_cast<int64_t>(findings_omitted));
+  j.Key("internal_errors");
+  j.BeginArray();
+  for (const auto& e : d.internal_errors) j.String(e);
+  j.EndArray();
+  j.EndObject();
+  j.str() += '\n';
+  return j.str();
+}
+
+std::string KnownIssueLine(const KnownIssueNote& n) {
+  const KnownIssue& k = *n.issue;
+  const std::string lib = k.component == "torch" ? "PyTorch" : "NCCL";
+  std::string versions;
+  for (size_t i = 0; i < n.versions.size() && i < 3; ++i) versions += (i ? ", " : "") + n.versions[i];
+  if (n.versions.size() > 3) versions += fmt::format(" and {} more", n.versions.size() - 3);
+  std::string out = "known issue: " + k.title + " (" + k.url.value + ")";
+  if (k.affected_range.every() && k.fixed_in.value.empty()) {
+    // A mechanism of the environment or of usage: no release has or lacks it.
+    return out + ", applies to every " + lib + " release";
+  }
+  out += k.fixed_in.value.empty() ? ", not fixed in any " + lib + " release" : ", fixed in " + lib + " " + k.fixed_in.value;
+  if (n.status == "affected") {
+    out += "; this log's " + lib + " " + versions + (n.versions.size() == 1 ? " is" : " are") + " affected";
+  } else if (n.status == "fixed") {
+    out += "; should be fixed in this version (" + lib + " " + versions + "): if it still happens, look further";
+  } else if (n.status == "not_affected") {
+    out += "; this log's " + lib + " " + versions + " is outside the affected releases (" + k.affected_range.text() + ")";
+  } else {
+    out += "; the log does not say its " + lib + " version" +
+           (k.affected_only ? ", so the finding stands unconfirmed" : "");
+  }
+  return out;
+}
+
+namespace {
+
+struct Style {
+  bool on;
+  std::string Wrap(std::string_view code, std::string_view s) const {
+    if (!on) return std::string(s);
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, s);
+  }
+  std::string Sev(Severity s) const {
+    static const char* codes[] = {"2", "33;1", "31;1", "41;97;1"};
+    std::string name = SeverityName(s);
+    std::transform(name.begin(), name.end(), name.begin(), ::toupper);
+    return Wrap(codes[static_cast<int>(s)], fmt::format("{:<8}", name));
+  }
+};
+
+std::string Where(const Finding& f) {
+  std::string w;
+  if (!f.ranks.empty()) w = (f.ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(f.ranks);
+  for (const auto& o : f.others) w += (w.empty() ? "" : ", ") + o;
+  if (!f.hosts.empty()) {
+    std::string h;
+    size_t shown = 0;
+    for (const auto& x : f.hosts) {
+      if (shown++ == 6) {
+        h += fmt::format(" +{} more", f.hosts.size() - 6);
+        break;
+      }
+      h += (h.empty() ? "" : ",") + x;
+    }
+    w += (w.empty() ? "on " : " on ") + h;
+  }
+  std::string extra;
+  if (!f.communicator.empty()) extra += " comm " + f.communicator;
+  if (!f.process_group.empty()) extra += " pg " + f.process_group;
+  if (!f.op_type.empty()) extra += " " + f.op_type;
+  if (!f.sequence.empty()) extra += " #" + f.sequence;
+  return w + extra;
+}
+
+std::string InputLine(const JobState& st) {
+  const Counters& c = st.counters();
+  int ranks = 0;
+  for (int s : st.LiveSubjects()) ranks += st.subjects()[s].rank >= 0;
+  std::string versions;
+  for (const auto& kv : VersionsOf(st, Fact::kNcclVersion)) versions += (versions.empty() ? "" : ", ") + kv.first;
+  std::string fams;
+  for (int i = 0; i < kNumFamilies; ++i) {
+    if (!c.family_lines[i]) continue;
+    fams += (fams.empty() ? "" : ", ") + fmt::format("{} {}", FamilyName(static_cast<Family>(i)),
+                                                         WithCommas(c.family_lines[i]));
+  }
+  std::string out = fmt::format("scanned {} file{}, {}, {} lines ({})", st.files().size(),
+                                st.files().size() == 1 ? "" : "s", HumanBytes(c.bytes), WithCommas(c.lines),
+                                fams.empty() ? "empty" : fams);
+  out += fmt::format("; {} rank{} on {} host{}", ranks, ranks == 1 ? "" : "s", st.Hosts().size(),
+                     st.Hosts().size() == 1 ? "" : "s");
+  if (!st.comms().empty()) out += fmt::format(", {} communicator{}", st.comms().size(), st.comms().size() == 1 ? "" : "s");
+  if (!versions.empty()) out += "; NCCL " + versions;
+  return out;
+}
+
+// Columns a line of (sanitized) text takes at a terminal: one per character.
+size_t Columns(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// `text` (one line, already made safe) laid out in lines of at most `width`
+// columns: the first line continues at column `first_col`, the next ones
+// start with `indent` spaces. Breaks at spaces; a word wider than a line is
+// broken between two characters. width 0: unchanged (not a terminal).
+std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, int width) {
+  if (width <= 0) return std::string(text);
+  const size_t w = std::max(static_cast<size_t>(width), indent + 20);
+  std::string out;
+  size_t col = first_col;
+  bool line_start = true;  // nothing written on this line yet
+  auto newline = [&] {
+    out += '\n';
+    out.append(indent, ' ');
+    col = indent;
+    line_start = true;
+  };
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view word = text.substr(pos, end - pos);
+    size_t cols = Columns(word);
+    if (!line_start) {
+      if (col + 1 + cols > w && cols > 0)
+        newline();
+      else {
+        out += ' ';
+        ++col;
+      }
+    }
+    while (col + cols > w) {  // only a word wider than a whole line gets here
+      // No room left after a long prefix, or the word fits a line of its own.
+      if (col >= w || (col > indent && cols <= w - indent)) {
+        newline();
+        continue;
+      }
+      size_t take = w - col, i = 0;
+      for (size_t c = 0; i < word.size(); ++i) {
+        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80 && c++ == take) break;
+      }
+      out.append(word.substr(0, i));
+      word.remove_prefix(i);
+      cols -= take;
+      newline();
+    }
+    out.append(word);
+    col += cols;
+    line_start = line_start && word.empty();
+    pos = end + 1;
+  }
+  return out;
+}
+
+// The column where text laid out by WrapColumns from `first_col` ends.
+size_t EndColumn(const std::string& wrapped, size_t first_col) {
+  size_t nl = wrapped.rfind('\n');
+  return nl == std::string::npos ? first_col + Columns(wrapped) : Columns(std::string_view(wrapped).substr(nl + 1));
+}
+
+// The one line a run without problems gets: what was healthy.
+// What the state's bounds left out (JobState: kMaxSubjects, kMaxComms,
+// kMaxKeysPerFact), a line each; none when the input stayed within them.
+std::string InternalErrorNote(const std::string& e) {
+  return "internal error in " + e + ": that check did not run; the rest of the diagnosis stands (please report this)";
+}
+
+std::vector<std::string> LimitNotes(const JobState& st) {
+  const Counters& c = st.counters();
+  std::vector<std::string> notes;
+  if (c.over_subject_cap) {
+    notes.push_back(fmt::format("limit: more than {} processes and ranks; {} line(s) of the others are summarised as "
+                                "one subject, '(more processes and ranks than the subject cap)'",
+                                kMaxSubjects, c.over_subject_cap));
+  }
+  if (c.over_comm_cap) {
+    notes.push_back(fmt::format("limit: more than {} communicators; {} line(s) of the others were read for facts and "
+                                "findings but their communicators are not tracked",
+                                kMaxComms, c.over_comm_cap));
+  }
+  if (c.over_key_cap) {
+    notes.push_back(fmt::format("limit: {} value(s) of keyed facts past {} keys on one process were dropped",
+                                c.over_key_cap, kMaxKeysPerFact));
+  }
+  if (c.over_fr_entry_cap) {
+    notes.push_back(fmt::format("limit: {} older Flight Recorder entries were not kept (each dump keeps its newest {}; "
+                                "past {} entries held, its newest {})",
+                                c.over_fr_entry_cap, kMaxFrEntriesPerDump, kMaxFrEntriesHeld, kFrEntriesPastBound));
+  }
+  return notes;
+}
+
+std::string HealthLine(const JobState& st) {
+  int ranks = 0;
+  std::set<std::string> nets;
+  const int net = st.rules().fact(Fact::kNetwork);
+  for (int s : st.LiveSubjects()) {
+    const Subject& sub = st.subjects()[s];
+    ranks += sub.rank >= 0;
+    if (const FactValue* v = sub.Get(net)) nets.insert(v->value);
+  }
+  size_t hosts = st.Hosts().size(), complete = 0;
+  for (const auto& kv : st.comms()) {
+    complete += kv.second.nranks > 0 && kv.second.ranks_completed.size() >= static_cast<size_t>(kv.second.nranks);
+  }
+  std::string out =
+      fmt::format("healthy: {} rank{} on {} host{}", ranks, ranks == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s");
+  if (!st.comms().empty()) {
+    out += fmt::format("; {} of {} communicator{} initialised on every rank", complete, st.comms().size(),
+                       st.comms().size() == 1 ? "" : "s");
+  }
+  if (!nets.empty()) {
+    out += "; network ";
+    for (const auto& n : nets) out += (n == *nets.begin() ? "" : ", ") + n;
+  }
+  return out + "; nothing at warning or above";
+}
+
+
+}  // namespace
+
+std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
+  Style sty{opts.color};
+  const int width = opts.width;
+  // Every string from the input goes through this before it reaches the terminal.
+  auto safe = [](std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); };
+  std::string out;
+  const std::string status = StatusHeadline(d.status);
+  static const std::map<std::string, const char*> kStatusColor = {
+      {"FAIL", "31;1"},    {"CRASHED", "31;1"}, {"HUNG", "31;1"}, {"INCOMPLETE", "35;1"},
+      {"WARN", "33;1"},    {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
+  out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
+                     sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
+  out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
+  if (d.status == Status::kOk) out += sty.Wrap("32", WrapColumns(safe(HealthLine(st)), 0, 2, width)) + "\n";
+  const Counters& c = st.counters();
+  if (c.binary_lines || c.overlong_lines || c.nul_lines) {
+    out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) "
+                                                 "cut at the maximum length",
+                                                 c.binary_lines, c.nul_lines, c.overlong_lines),
+                                     0, 2, width)) +
+           "\n";
+  }
+  if (c.bad_numbers) {
+    out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} line(s) with a rank or count too large to be one "
+                                                 "(not attributed to it)",
+                                                 c.bad_numbers),
+                                     0, 2, width)) +
+           "\n";
+  }
+  for (const auto& f : st.files()) {
+    if (f.error.empty()) continue;
+    out += sty.Wrap("31", WrapColumns(safe("unreadable: " + f.path + ": " + f.error), 0, 2, width)) + "\n";
+  }
+  for (const auto& ic : st.identity_conflicts()) {
+    out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
+  }
+  for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
+  for (const auto& e : d.internal_errors) {
+    out += sty.Wrap("31", WrapColumns(safe(InternalErrorNote(e)), 0, 2, width)) + "\n";
+  }
+  if (std::string sk = st.skipped().Summary(); !sk.empty())
+    out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
+  if (std::string rc = RuleChangesLine(st.rules()); !rc.empty())
+    out += sty.Wrap("33", WrapColumns(safe(rc), 0, 2, width)) + "\n";
+
+  int n = 0;
+  size_t omitted = 0;
+  std::vector<const Finding*> infos;
+  for (const Finding& f : d.findings) {
+    if (f.severity == Severity::kInfo && !opts.verbose && !f.primary) {
+      infos.push_back(&f);
+      continue;
+    }
+    if (static_cast<size_t>(n) == kMaxReportFindings) {
+      ++omitted;
+      continue;
+    }
+    ++n;
+    out += "\n";
+    {
+      std::string num = fmt::format("[{}]", n);
+      std::string meta = fmt::format("{} · {} · confidence {:.2f}", safe(f.rule_id), RoleName(f.role), f.confidence);
+      const size_t title_col = num.size() + 10;  // "[n] SEVERITY "
+      std::string title = WrapColumns(safe(f.title), title_col, 4, width);
+      bool meta_fits = width <= 0 || EndColumn(title, title_col) + 2 + Columns(meta) <= static_cast<size_t>(width);
+      out += fmt::format("{} {} {}{}{}\n", sty.Wrap("1", num), sty.Sev(f.severity), sty.Wrap("1", title),
+                         meta_fits ? "  " : "\n    ", sty.Wrap("2", meta_fits ? meta : WrapColumns(meta, 4, 6, width)));
+    }
+    std::string where = Where(f);
+    if (!where.empty()) out += "    " + sty.Wrap("36", WrapColumns(safe(where), 4, 6, width)) + "\n";
+    if (!f.explained_by.empty()) {
+      std::string e;
+      for (const auto& x : f.explained_by) e += (e.empty() ? "" : ", ") + x;
+      out += "    " + sty.Wrap("2", WrapColumns(safe("consequence of " + e), 4, 6, width)) + "\n";
+    }
+    out += "    " + WrapColumns(safe(f.explanation), 4, 4, width) + "\n";
+    if (!f.result.empty()) {
+      out += "    " + sty.Wrap("2", "NCCL returned: ") + WrapColumns(safe(f.result), 19, 6, width) + "\n";
+    }
+    size_t shown = 0;
+    for (const auto& e : f.evidence) {
+      if (shown == 3) break;
+      ++shown;
+      std::string loc = WrapColumns(
+          SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e)), 6, 8, width);
+      std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
+      out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
+    }
+    if (!f.kind && f.count > static_cast<int64_t>(shown)) {
+      out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all, {} shown)", WithCommas(f.count), shown)) +
+             "\n";
+    } else if (f.evidence.size() > shown) {
+      out += "      " +
+             sty.Wrap("2", fmt::format("({} more evidence line{}: --format json or markdown)",
+                                       f.evidence.size() - shown, f.evidence.size() - shown == 1 ? "" : "s")) +
+             "\n";
+    }
+    if (!f.remediation.empty()) {
+      out += "    " + sty.Wrap("32", "fix: ") + WrapColumns(safe(f.remediation), 9, 6, width) + "\n";
+    }
+    for (const KnownIssueNote& k : f.known_issues) {
+      out += "    " + sty.Wrap("35", "known issue: ") +
+             WrapColumns(safe(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)), 17, 6, width) + "\n";
+    }
+  }
+  if (omitted) {
+    out += "\n" +
+           sty.Wrap("1", fmt::format("... and {} more finding{} (--format json lists up to {})", omitted,
+                                     omitted == 1 ? "" : "s", kMaxJsonFindings)) +
+           "\n";
+  }
+  if (!infos.empty()) {
+    out += "\n" + sty.Wrap("2", "context:") + "\n";
+    size_t listed = 0;
+    for (const Finding* f : infos) {
+      if (listed++ == kMaxReportFindings) {
+        out += "  " + sty.Wrap("2", fmt::format("- and {} more", infos.size() - kMaxReportFindings)) + "\n";
+        break;
+      }
+      std::string line = "- " + f->title + " [" + f->rule_id + "]" + (Where(*f).empty() ? "" : " (" + Where(*f) + ")");
+      out += "  " + sty.Wrap("2", WrapColumns(safe(line), 2, 4, width)) + "\n";
+    }
+  }
+  if (d.findings.empty()) out += "\nno findings.\n";
+  if (opts.ranks) out += "\n" + sty.Wrap("1", "ranks:") + "\n" + RenderRankTable(st, false);
+  return out;
+}
+
+std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
+  // Every string from the input is escaped (markdown_escape.h): MarkdownText
+  // in prose, headings and cells, MarkdownCodeSpan in inline code, and code
+  // blocks fenced by MarkdownFence after SanitizeForTerminal.
+  auto text = [](std::string_view s) { return MarkdownText(s, kMaxFieldText); };
+  std::string out;
+  out += fmt::format("## ncclscan: {} — {}\n\n", StatusHeadline(d.status), text(d.headline));
+  out += "_" + text(InputLine(st)) + "_\n\n";
+  if (d.status == Status::kOk) out += text(HealthLine(st)) + "\n\n";
+  bool notes = false;
+  for (const auto& f : st.files()) {
+    if (f.error.empty()) continue;
+    out += "- unreadable: " + MarkdownCodeSpan(f.path) + ": " + text(f.error) + "\n";
+    notes = true;
+  }
+  for (const auto& ic : st.identity_conflicts()) {
+    out += "- identity: " + text(ic) + "\n";
+    notes = true;
+  }
+  for (const auto& note : LimitNotes(st)) {
+    out += "- " + text(note) + "\n";
+    notes = true;
+  }
+  for (const auto& e : d.internal_errors) {
+    out += "- " + text(InternalErrorNote(e)) + "\n";
+    notes = true;
+  }
+  if (std::string sk = st.skipped().Summary(); !sk.empty()) {
+    out += "- " + text(sk) + "\n";
+    notes = true;
+  }
+  if (std::string rc = RuleChangesLine(st.rules()); !rc.empty()) {
+    out += "- " + text(rc) + "\n";
+    notes = true;
+  }
+  if (notes) out += "\n";
+  if (d.findings.empty()) {
+    out += "No findings.\n";
+    if (opts.ranks) out += "\n### Ranks\n\n" + RenderRankTable(st, true);
+    return out;
+  }
+  const size_t listed = std::min(d.findings.size(), kMaxReportFindings);
+  out += "| # | severity | finding | where | role |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < listed; ++i) {
+    const Finding& f = d.findings[i];
+    out += fmt::format("| {} | {} | {} ({}) | {} | {} |\n", i + 1, SeverityName(f.severity), text(f.title),
+                       MarkdownCodeSpan(f.rule_id, /*in_table_cell=*/true), text(Where(f)), RoleName(f.role));
+  }
+  if (d.findings.size() > listed) {
+    size_t more = d.findings.size() - listed;
+    out += fmt::format("\n_and {} more finding{} (`ncclscan --format json` lists up to {})_\n", more,
+                       more == 1 ? "" : "s", kMaxJsonFindings);
+  }
+  for (size_t i = 0; i < listed; ++i) {
+    const Finding& f = d.findings[i];
+    if (f.severity == Severity::kInfo) continue;
+    out += fmt::format("\n### {}. {} ({}, {})\n\n", i + 1, text(f.title), MarkdownCodeSpan(f.rule_id),
+                       SeverityName(f.severity));
+    std::string where = Where(f);
+    if (!where.empty()) out += "**Where:** " + text(where) + "  \n";
+    out += "**Why:** " + text(f.explanation) + "  \n";
+    if (!f.result.empty()) out += "**NCCL returned:** " + text(f.result) + "  \n";
+    if (!f.remediation.empty()) out += "**Fix:** " + text(f.remediation) + "  \n";
+    for (const KnownIssueNote& k : f.known_issues) {
+      out += "**Known issue:** " + text(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)) + "  \n";
+    }
+    out += "**Fingerprint:** " + MarkdownCodeSpan(f.fingerprint) + "\n";
+    if (!f.evidence.empty()) {
+      std::vector<std::string> lines;
+      for (const auto& e : f.evidence) {
+        lines.push_back(SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) +
+                        fmt::format(":{}: ", st.CitedLine(e)) + SanitizeForTerminal(e.text));
+      }
+      // Longer than any run of backticks inside: the block cannot be closed early.
+      const std::string fence = MarkdownFence(lines);
+      out += "\n" + fence + "text\n";
+      for (const auto& l : lines) out += l + "\n";
+      out += fence + "\n";
+      if (!f.kind && f.count > static_cast<int64_t>(f.evidence.size())) {
+        out += fmt::format("\n_{} matching lines in all; the first {} are shown._\n", WithCommas(f.count),
+                           f.evidence.size());
+      }
+    }
+  }
+  if (opts.ranks) out += "\n### Ranks\n\n" + RenderRankTable(st, true);
+  return out;
+}
+
+std::string RenderRankTable(const JobState& st, bool markdown) {
+  const RuleSet& rules = st.rules();
+  const int f_nccl = rules.fact(Fact::kNcclVersion), f_net = rules.fact(Fact::kNetwork),
+            f_inter = rules.fact(Fact::kInterTransport), f_enq = rules.fact(Fact::kLastEnqueued),
+            f_done = rules.fact(Fact::kLastCompleted), f_tseq = rules.fact(Fact::kTimeoutSeq),
+            f_op = rules.fact(Fact::kLastOpcount), f_err = rules.fact(Fact::kFirstError);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"rank", "host", "pid", "devices", "NCCL", "transport", "last seq", "first error"});
+  size_t omitted = 0;
+  for (int si : st.LiveSubjects()) {
+    if (rows.size() > kMaxRankRows) {
+      ++omitted;
+      continue;
+    }
+    const Subject& s = st.subjects()[si];
+    auto value = [&](int fact) -> std::string {
+      const FactValue* v = s.Get(fact);
+      if (!v) return "";
+      if (v->values.empty()) return v->value;
+      std::string j;
+      for (const auto& x : v->values) j += (j.empty() ? "" : "+") + x;
+      return j;
+    };
+    // Per process group (or communicator): the default group "0" when present.
+    auto keyed = [&](int fact) -> const FactValue* {
+      if (fact < 0 || fact >= static_cast<int>(s.keyed.size()) || s.keyed[fact].empty()) return nullptr;
+      auto it = s.keyed[fact].find("0");
+      return it != s.keyed[fact].end() ? &it->second : &s.keyed[fact].begin()->second;
+    };
+    std::vector<int> devs;
+    for (int b = 0; b < 64; ++b) {
+      if (s.devices >> b & 1) devs.push_back(b);
+    }
+    std::string transport = value(f_net);
+    if (transport.empty()) transport = value(f_inter);
+    std::string seq;
+    if (const FactValue* v = keyed(f_enq)) seq = "enq " + v->value;
+    if (const FactValue* v = keyed(f_done)) seq += (seq.empty() ? "" : ", ") + std::string("done ") + v->value;
+    if (seq.empty()) {
+      if (const FactValue* v = keyed(f_tseq)) seq = "timeout " + v->value;
+    }
+    if (seq.empty() && f_op >= 0 && !s.keyed[f_op].empty()) {
+      // NCCL's opCount is hex without a prefix; the highest over the rank's communicators.
+      long double best = -1;
+      std::string raw;
+      for (const auto& kv : s.keyed[f_op]) {
+        long double v;
+        if (ParseNumber(kv.second.value, true, &v) && v > best) {
+          best = v;
+          raw = kv.second.value;
+        }
+      }
+      if (best >= 0 && best < 1.8e19L) {
+        seq =
+            fmt::format("opCount {} (0x{})", static_cast<uint64_t>(best), StartsWith(raw, "0x") ? raw.substr(2) : raw);
+      }
+    }
+    rows.push_back({s.rank >= 0 ? std::to_string(s.rank) : "?", s.host.empty() ? s.label : s.host,
+                    s.pid >= 0 ? std::to_string(s.pid) : "", CompactRanks(devs), value(f_nccl), transport, seq,
+                    value(f_err)});
+  }
+  std::string out;
+  if (markdown) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      out += "|";
+      for (const auto& cell : rows[r]) out += " " + (cell.empty() ? "-" : MarkdownText(cell, kMaxCellText)) + " |";
+      out += "\n";
+      if (r == 0) out += "|---|---|---|---|---|---|---|---|\n";
+    }
+    if (omitted) out += fmt::format("\n_and {} more rank{}_\n", omitted, omitted == 1 ? "" : "s");
+    return out;
+  }
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = cell.empty() ? "-" : SanitizeForTerminal(cell, kMaxCellText);
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], Columns(row[c]));
+  }
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += " " + row[c];
+      if (c + 1 < row.size()) line.append(widths[c] - Columns(row[c]) + 1, ' ');
+    }
+    out += line + "\n";
+  }
+  if (omitted) out += fmt::format("  ... and {} more rank{}\n", omitted, omitted == 1 ? "" : "s");
+  return out;
+}
+
+std::string RenderRuleList(const RuleSet& rules, bool json) {
+  struct Row {
+    const std::string& id;
+    const char* kind;
+    const char* category;
+    const char* severity;  // null: the rule only sets facts
+    const std::string& title;
+    const SourcePos& pos;
+    bool enabled;
+    const std::vector<std::string>& references;
+    const std::vector<KnownIssue>& known_issues;
+  };
+  std::vector<Row> rows;
+  auto add_rules = [&](const std::vector<CompiledRule>& rs, bool enabled) {
+    for (const auto& r : rs) {
+      const LineRule& s = r.spec;
+      rows.push_back({s.id.value, "line", CategoryName(s.category), s.finding.present ? SeverityName(s.finding.severity) : nullptr,
+                      s.title, s.id.pos, enabled, s.references, s.known_issues});
+    }
+  };
+  auto add_correlations = [&](const std::vector<CompiledCorrelation>& cs, bool enabled) {
+    for (const auto& c : cs) {
+      const CorrelationRule& s = c.spec;
+      rows.push_back({s.id.value, KindName(s.kind), CategoryName(s.category), SeverityName(s.finding.severity), s.title, s.id.pos,
+                      enabled, s.references, s.known_issues});
+    }
+  };
+  add_rules(rules.rules(), true);
+  add_rules(rules.disabled_rules(), false);
+  add_correlations(rules.correlations(), true);
+  add_correlations(rules.disabled_correlations(), false);
+  if (!json) {
+    std::string out;
+    for (const Row& r : rows) {
+      out += fmt::format("{:<32} {:<8} {:<8} {:<11} {}{}\n", r.id, r.kind, r.severity ? r.severity : "facts",
+                         r.category, r.title, r.enabled ? "" : " (disabled)");
+    }
+    return out;
+  }
+  Json j;
+  j.BeginObject();
+  j.Key("rules");
+  j.BeginArray();
+  for (const Row& r : rows) {
+    j.BeginObject();
+    j.KV("id", r.id);
+    j.KV("kind", r.kind);
+    j.KV("category", r.category);
+    j.Key("severity");
+    if (r.severity) j.String(r.severity);
+    else j.Null();
+    j.KV("title", r.title);
+    j.KV("source", r.pos.file);
+    j.KVInt("line", r.pos.line);
+    j.Key("enabled");
+    j.Bool(r.enabled);
+    j.Key("references");
+    j.BeginArray();
+    for (const auto& u : r.references) j.String(u);
+    j.EndArray();
+    j.Key("known_issues");
+    j.BeginArray();
+    for (const KnownIssue& k : r.known_issues) {
+      j.BeginObject();
+      j.KV("url", k.url.value);
+      j.KV("title", k.title);
+      j.KV("component", k.component);
+      j.KV("affected", k.affected_range.text());
+      j.KV("fixed_in", k.fixed_in.value);
+      j.Key("affected_only");
+      j.Bool(k.affected_only);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  j.str() += "\n";
+  return j.str();
+}
+
+std::string RuleChangesLine(const RuleSet& rules) {
+  std::string line;
+  for (const RuleChange& c : rules.changes()) {
+    line += (line.empty() ? "rules changed: " : ", ") + c.id + " " + c.change + " (" + c.where + ")";
+  }
+  return line;
+}
+
+}  // namespace ncclscan
