@@ -6,31 +6,53 @@ namespace ncclscan {
 
 const std::vector<EngineFact>& EngineFacts() {
   static const std::vector<EngineFact> kFacts = {
-      {Fact::kNcclVersion, "nccl_version", MergeMode::kLast, false, KeyKind::kName, "the report's per-rank summary, the run's story, the corpus runner and known issues"},
-      {Fact::kNetwork, "network", MergeMode::kLast, false, KeyKind::kName, "the report's per-rank summary and the run's story"},
-      {Fact::kInterTransport, "inter_transport", MergeMode::kSet, false, KeyKind::kName, "the report's per-rank summary and the run's story"},
-      {Fact::kInitStart, "init_start", MergeMode::kFirst, false, KeyKind::kName, "the identity events (Init START) and the run's story"},
-      {Fact::kInitComplete, "init_complete", MergeMode::kLast, false, KeyKind::kName, "the identity events (Init COMPLETE) and the run's story"},
-      {Fact::kCommAbort, "comm_abort", MergeMode::kFirst, false, KeyKind::kName, "the identity events (Abort) and the run's story"},
-      {Fact::kFirstError, "first_error", MergeMode::kFirst, false, KeyKind::kName, "the report's per-rank summary and the run's story"},
-      {Fact::kRankClaimedElsewhere, "rank_claimed_elsewhere", MergeMode::kFirst, false, KeyKind::kName, "the identity resolution (two hosts, one rank)"},
-      {Fact::kLastOpcount, "last_opcount", MergeMode::kMax, true, KeyKind::kComm, "the extreme correlation's cut-off-rank test and the run's story"},
-      {Fact::kLastEnqueued, "last_enqueued", MergeMode::kMax, true, KeyKind::kPg, "the report's per-rank summary and the run's story"},
-      {Fact::kLastCompleted, "last_completed", MergeMode::kMax, true, KeyKind::kPg, "the report's per-rank summary and the run's story"},
-      {Fact::kTimeoutSeq, "timeout_seq", MergeMode::kMin, true, KeyKind::kPg, "the report's per-rank summary and the run's story"},
-      {Fact::kP2pLast, "p2p_last", MergeMode::kMax, true, KeyKind::kComm, "the consensus model's send/receive pairing (its count)"},
-      {Fact::kDesyncUnjoined, "desync_unjoined", MergeMode::kFirst, true, KeyKind::kName, "the consensus model's not-started check from text"},
-      {Fact::kExitcode, "exitcode", MergeMode::kLast, false, KeyKind::kName, "the consensus model's died-first check (-6/-15 are victims)"},
-      {Fact::kTimeoutOp, "timeout_op", MergeMode::kFirst, false, KeyKind::kName, "the consensus model's watchdog reading"},
-      {Fact::kWorldSize, "world_size", MergeMode::kMax, false, KeyKind::kName, "the never-joined check's world (the culprit ranks)"},
+      {Fact::kNcclVersion, "nccl_version", MergeMode::kLast, false, KeyKind::kName,
+       "the report's per-rank summary, the run's story, the corpus runner and known issues"},
+      {Fact::kNetwork, "network", MergeMode::kLast, false, KeyKind::kName,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kInterTransport, "inter_transport", MergeMode::kSet, false, KeyKind::kName,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kInitStart, "init_start", MergeMode::kFirst, false, KeyKind::kName,
+       "the identity events (Init START) and the run's story"},
+      {Fact::kInitComplete, "init_complete", MergeMode::kLast, false, KeyKind::kName,
+       "the identity events (Init COMPLETE) and the run's story"},
+      {Fact::kCommAbort, "comm_abort", MergeMode::kFirst, false, KeyKind::kName,
+       "the identity events (Abort) and the run's story"},
+      {Fact::kFirstError, "first_error", MergeMode::kFirst, false, KeyKind::kName,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kRankClaimedElsewhere, "rank_claimed_elsewhere", MergeMode::kFirst, false, KeyKind::kName,
+       "the identity resolution (two hosts, one rank)"},
+      {Fact::kLastOpcount, "last_opcount", MergeMode::kMax, true, KeyKind::kComm,
+       "the extreme correlation's cut-off-rank test and the run's story"},
+      {Fact::kLastEnqueued, "last_enqueued", MergeMode::kMax, true, KeyKind::kPg,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kLastCompleted, "last_completed", MergeMode::kMax, true, KeyKind::kPg,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kTimeoutSeq, "timeout_seq", MergeMode::kMin, true, KeyKind::kPg,
+       "the report's per-rank summary and the run's story"},
+      {Fact::kP2pLast, "p2p_last", MergeMode::kMax, true, KeyKind::kComm,
+       "the consensus model's send/receive pairing (its count)"},
+      {Fact::kDesyncUnjoined, "desync_unjoined", MergeMode::kFirst, true, KeyKind::kName,
+       "the consensus model's not-started check from text"},
+      {Fact::kExitcode, "exitcode", MergeMode::kLast, false, KeyKind::kName,
+       "the consensus model's died-first check (-6/-15 are victims)"},
+      {Fact::kTimeoutOp, "timeout_op", MergeMode::kFirst, false, KeyKind::kName,
+       "the consensus model's watchdog reading"},
+      {Fact::kWorldSize, "world_size", MergeMode::kMax, false, KeyKind::kName,
+       "the never-joined check's world (the culprit ranks)"},
       {Fact::kWorkSize, "work_size", MergeMode::kFirst, true, KeyKind::kName, "the consensus model's call sizes"},
       {Fact::kOom, "oom", MergeMode::kFirst, false, KeyKind::kName, "the run's story (a process's own failure)"},
       {Fact::kCrash, "crash", MergeMode::kFirst, false, KeyKind::kName, "the run's story (a process's own failure)"},
-      {Fact::kElasticFailed, "elastic_failed", MergeMode::kFirst, false, KeyKind::kName, "the run's story (a process's own failure)"},
-      {Fact::kJobKilled, "job_killed", MergeMode::kFirst, false, KeyKind::kName, "the died-first check (a job killed from outside)"},
-      {Fact::kClosedPeer, "closed_peer", MergeMode::kSet, false, KeyKind::kName, "the peer-closed suspects of line findings"},
-      {Fact::kNccltestsResult, "nccltests_result", MergeMode::kLast, false, KeyKind::kName, "the run's story of nccl-tests runs"},
-      {Fact::kNccltestsRank, "nccltests_rank", MergeMode::kSet, false, KeyKind::kName, "the run's story of nccl-tests runs"},
+      {Fact::kElasticFailed, "elastic_failed", MergeMode::kFirst, false, KeyKind::kName,
+       "the run's story (a process's own failure)"},
+      {Fact::kJobKilled, "job_killed", MergeMode::kFirst, false, KeyKind::kName,
+       "the died-first check (a job killed from outside)"},
+      {Fact::kClosedPeer, "closed_peer", MergeMode::kSet, false, KeyKind::kName,
+       "the peer-closed suspects of line findings"},
+      {Fact::kNccltestsResult, "nccltests_result", MergeMode::kLast, false, KeyKind::kName,
+       "the run's story of nccl-tests runs"},
+      {Fact::kNccltestsRank, "nccltests_rank", MergeMode::kSet, false, KeyKind::kName,
+       "the run's story of nccl-tests runs"},
       {Fact::kCudaDriver, "cuda_driver", MergeMode::kLast, false, KeyKind::kName, "the run's story (banner)"},
       {Fact::kBootstrapIf, "bootstrap_if", MergeMode::kLast, false, KeyKind::kName, "the run's story (bootstrap)"},
       {Fact::kSocketIf, "socket_if", MergeMode::kLast, false, KeyKind::kName, "the run's story (bootstrap)"},
@@ -44,16 +66,21 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kP2pChannels, "p2p_channels", MergeMode::kCount, false, KeyKind::kName, "the run's story (connect)"},
       {Fact::kShmChannels, "shm_channels", MergeMode::kCount, false, KeyKind::kName, "the run's story (connect)"},
       {Fact::kGdr, "gdr", MergeMode::kLast, false, KeyKind::kName, "the run's story (connect)"},
-      {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, KeyKind::kName, "the report's versions and known issues of component torch"},
-      {Fact::kCleanEnd, "clean_end", MergeMode::kFirst, false, KeyKind::kName, "the run's story (teardown: the run shows its end)"},
-      {Fact::kStallMissing, "stall_missing", MergeMode::kFirst, true, KeyKind::kName, "the stall inspector's lone-submitter check (consensus_text.cc)"},
+      {Fact::kTorchVersion, "torch_version", MergeMode::kLast, false, KeyKind::kName,
+       "the report's versions and known issues of component torch"},
+      {Fact::kCleanEnd, "clean_end", MergeMode::kFirst, false, KeyKind::kName,
+       "the run's story (teardown: the run shows its end)"},
+      {Fact::kStallMissing, "stall_missing", MergeMode::kFirst, true, KeyKind::kName,
+       "the stall inspector's lone-submitter check (consensus_text.cc)"},
+      {Fact::kLastLine, "last_line", MergeMode::kLast, false, KeyKind::kName,
+       "the scanner (every line under a rank's own prefix) and the rank-zero-alone check"},
   };
   return kFacts;
 }
 
 const std::vector<std::string_view>& EngineEvents() {
-  static const std::vector<std::string_view> kEvents = {"Init START", "Init COMPLETE", "Abort START",
-                                                        "Abort COMPLETE", "Abort", "Destroy COMPLETE"};
+  static const std::vector<std::string_view> kEvents = {"Init START",     "Init COMPLETE", "Abort START",
+                                                        "Abort COMPLETE", "Abort",         "Destroy COMPLETE"};
   return kEvents;
 }
 
@@ -64,12 +91,18 @@ bool IsEngineEvent(std::string_view event) {
 
 const char* MergeModeName(MergeMode m) {
   switch (m) {
-    case MergeMode::kFirst: return "first";
-    case MergeMode::kLast: return "last";
-    case MergeMode::kSet: return "set";
-    case MergeMode::kMax: return "max";
-    case MergeMode::kMin: return "min";
-    case MergeMode::kCount: return "count";
+    case MergeMode::kFirst:
+      return "first";
+    case MergeMode::kLast:
+      return "last";
+    case MergeMode::kSet:
+      return "set";
+    case MergeMode::kMax:
+      return "max";
+    case MergeMode::kMin:
+      return "min";
+    case MergeMode::kCount:
+      return "count";
   }
   return "?";
 }

@@ -66,6 +66,7 @@ enum class Fact : int {
   kTorchVersion,
   kCleanEnd,
   kStallMissing,
+  kLastLine,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -73,9 +73,12 @@ void LiteralMatcher::Build() {
   std::vector<int> longs;
   for (size_t i = 0; i < atoms_.size(); ++i) {
     const int id = static_cast<int>(i);
-    if (atoms_[i].empty()) empty_atoms_.push_back(id);
-    else if (atoms_[i].size() < kWindow) short_atoms_.push_back(id);
-    else longs.push_back(id);
+    if (atoms_[i].empty())
+      empty_atoms_.push_back(id);
+    else if (atoms_[i].size() < kWindow)
+      short_atoms_.push_back(id);
+    else
+      longs.push_back(id);
   }
 
   // Groups: short atoms constrain few positions and fire often, so they get

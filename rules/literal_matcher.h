@@ -40,12 +40,12 @@ class LiteralMatcher {
   void FindAll(std::string_view text, std::vector<int>* ids, std::vector<uint8_t>* seen) const;
 
  private:
-  static constexpr int kWindow = 8;      // fingerprint length
-  static constexpr int kStride = 2;      // text bytes per sample
-  static constexpr int kPositions = kWindow / kStride;  // samples per fingerprint: one state field each
-  static constexpr int kGroups = 8;      // atom groups; a bucket is a group and an alignment
+  static constexpr int kWindow = 8;                      // fingerprint length
+  static constexpr int kStride = 2;                      // text bytes per sample
+  static constexpr int kPositions = kWindow / kStride;   // samples per fingerprint: one state field each
+  static constexpr int kGroups = 8;                      // atom groups; a bucket is a group and an alignment
   static constexpr int kBucketBits = kGroups * kStride;  // bits per state field
-  static constexpr int kNextBits = 3;    // bits of the following byte in a super-character
+  static constexpr int kNextBits = 3;                    // bits of the following byte in a super-character
   static constexpr int kTableSize = 256 << kNextBits;
 
   // Confirms the candidates whose fingerprint ends at text[end].
@@ -55,13 +55,13 @@ class LiteralMatcher {
 
   std::vector<std::string> atoms_;
   std::vector<std::string> folds_;  // per atom: 0x20 at its letters (case-blind compare)
-  std::vector<uint64_t> table_;    // [super-character]: bit (16*j + bucket) clear = accepted at sample j (3 = newest)
-  uint64_t initial_carry_ = 0;     // the state's carry before the first sample
-  uint32_t short_buckets_ = 0;     // groups holding atoms shorter than kWindow
+  std::vector<uint64_t> table_;     // [super-character]: bit (16*j + bucket) clear = accepted at sample j (3 = newest)
+  uint64_t initial_carry_ = 0;      // the state's carry before the first sample
+  uint32_t short_buckets_ = 0;      // groups holding atoms shorter than kWindow
   std::vector<int32_t> short_atoms_;
   // Atoms of kWindow+ bytes by their first 8 bytes OR 0x20 (open addressing).
   struct Slot {
-    uint64_t key = 0;  // 0 = empty (a folded key has no zero byte)
+    uint64_t key = 0;             // 0 = empty (a folded key has no zero byte)
     uint32_t begin = 0, end = 0;  // range in long_atoms_
   };
   std::vector<Slot> slots_;

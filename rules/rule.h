@@ -106,9 +106,9 @@ struct Example {
 enum class SubjectMode { kLine, kCapture, kPrevious };
 
 struct FactAssign {
-  Located<std::string> fact;  // "env" for keyed facts
-  Located<std::string> key;   // template, keyed facts only
-  Located<std::string> value; // template
+  Located<std::string> fact;   // "env" for keyed facts
+  Located<std::string> key;    // template, keyed facts only
+  Located<std::string> value;  // template
 };
 
 struct LineRule {
@@ -151,13 +151,13 @@ struct LineRule {
 
 struct Condition {
   Located<std::string> fact;
-  Located<std::string> key;  // `fact: env[NCCL_IB_TIMEOUT]`: the key of a keyed fact
+  Located<std::string> key;              // `fact: env[NCCL_IB_TIMEOUT]`: the key of a keyed fact
   ConditionOp op = ConditionOp::kCount;  // kCount: none given
   Located<std::string> value;
 };
 
-enum class Over { kRank, kHost };    // consensus: subjects vote, or hosts do
-enum class Select { kMin, kMax };    // extreme: the lowest value is the odd one, or the highest
+enum class Over { kRank, kHost };  // consensus: subjects vote, or hosts do
+enum class Select { kMin, kMax };  // extreme: the lowest value is the odd one, or the highest
 
 struct CorrelationRule {
   Located<std::string> id;
@@ -176,8 +176,8 @@ struct CorrelationRule {
   Select select = Select::kMin;
   Located<std::string> require;
   int min_reporters = 2;
-  bool silent_is_behind = false;  // extreme: ranks that never reported count as behind
-  bool ignore_unset = false;      // consensus on a keyed fact: compare only subjects that have the key
+  bool silent_is_behind = false;    // extreme: ranks that never reported count as behind
+  bool ignore_unset = false;        // consensus on a keyed fact: compare only subjects that have the key
   std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
   CollectiveCheck check = CollectiveCheck::kCount;  // collective: which check (engine/models/consensus.h); kCount: none

@@ -20,8 +20,8 @@
 #define NCCLSCAN_RULES_RULE_LOADER_H_
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,9 +32,9 @@ namespace ncclscan {
 
 struct Diagnostic {
   SourcePos pos;
-  std::string code;     // E-BAD-REGEX …
+  std::string code;  // E-BAD-REGEX …
   std::string message;
-  std::string help;     // optional
+  std::string help;  // optional
 };
 
 class RuleLoader {

@@ -107,7 +107,8 @@ bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::v
 }
 
 template <typename F>
-bool RuleReader::ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn) {
+bool RuleReader::ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed,
+                            F&& fn) {
   if (!n.IsMap()) {
     Error(Pos(n), "E-BAD-VALUE", what + " must be a mapping");
     return false;
@@ -132,41 +133,40 @@ bool RuleReader::ForEachKey(const YAML::Node& n, const std::string& what, const 
 void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
-  ForEachKey(n, "finding",
-             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner"},
-             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
-               std::string s;
-               if (key == "severity") {
-                 if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
-                   Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'",
-                         "use one of: info, warning, error, critical");
-                 }
-               } else if (key == "confidence") {
-                 if (Scalar(v, "confidence", &s)) {
-                   char* end = nullptr;
-                   double c = std::strtod(s.c_str(), &end);
-                   if (end == s.c_str() || *end || c < 0 || c > 1) {
-                     Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
-                   } else {
-                     f->confidence = c;
-                   }
-                 }
-               } else if (key == "role") {
-                 if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
-                   Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
-                 }
-               } else if (key == "group_by") {
-                 StringList(v, "group_by", &f->group_by);
-               } else if (key == "explanation") {
-                 Scalar(v, "explanation", &f->explanation);
-               } else if (key == "remediation") {
-                 Scalar(v, "remediation", &f->remediation);
-               } else if (key == "explains") {
-                 StringList(v, "explains", &f->explains);
-               } else if (key == "owner") {
-                 f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
-               }
-             });
+  ForEachKey(
+      n, "finding", {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner"},
+      [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+        std::string s;
+        if (key == "severity") {
+          if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
+            Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'", "use one of: info, warning, error, critical");
+          }
+        } else if (key == "confidence") {
+          if (Scalar(v, "confidence", &s)) {
+            char* end = nullptr;
+            double c = std::strtod(s.c_str(), &end);
+            if (end == s.c_str() || *end || c < 0 || c > 1) {
+              Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
+            } else {
+              f->confidence = c;
+            }
+          }
+        } else if (key == "role") {
+          if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
+            Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
+          }
+        } else if (key == "group_by") {
+          StringList(v, "group_by", &f->group_by);
+        } else if (key == "explanation") {
+          Scalar(v, "explanation", &f->explanation);
+        } else if (key == "remediation") {
+          Scalar(v, "remediation", &f->remediation);
+        } else if (key == "explains") {
+          StringList(v, "explains", &f->explains);
+        } else if (key == "owner") {
+          f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
+        }
+      });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
 }
 
@@ -180,7 +180,8 @@ SourcePos RuleReader::PosInScalar(const YAML::Node& n, size_t offset) const {
 
 void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues) {
   if (!n.IsSequence() && !n.IsScalar()) {
-    Error(Pos(n), "E-BAD-VALUE", "references must be a list of URLs or known issues ({url, title, affected, fixed_in})");
+    Error(Pos(n), "E-BAD-VALUE",
+          "references must be a list of URLs or known issues ({url, title, affected, fixed_in})");
     return;
   }
   auto url_ok = [&](const Located<std::string>& u) {
@@ -191,8 +192,10 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
     return true;
   };
   std::vector<YAML::Node> entries;
-  if (n.IsScalar()) entries.push_back(n);
-  else for (const auto& e : n) entries.push_back(e);
+  if (n.IsScalar())
+    entries.push_back(n);
+  else
+    for (const auto& e : n) entries.push_back(e);
   int affected_only = 0;
   // `references` lists each URL once: several known issues may cite one release note.
   auto add_url = [urls](const std::string& u) {
@@ -218,8 +221,8 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
                    have_url = Scalar(v, "url", &k.url) && url_ok(k.url);
                  } else if (key == "title") {
                    if (Scalar(v, "title", &k.title) && k.title.size() > 120) {
-                     Error(Pos(v), "E-BAD-VALUE", "known issue title is " + std::to_string(k.title.size()) +
-                                                      " characters; keep it under 120",
+                     Error(Pos(v), "E-BAD-VALUE",
+                           "known issue title is " + std::to_string(k.title.size()) + " characters; keep it under 120",
                            "the title is one line of the report; the thread holds the rest");
                    }
                  } else if (key == "component") {
@@ -265,8 +268,7 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
 }
 
 void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
-  ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&,
-                                                        const YAML::Node& v) {
+  ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
     std::vector<Example>* out = key == "match" ? &r->match : &r->no_match;
     if (!v.IsSequence()) {
       Error(Pos(v), "E-BAD-VALUE", "examples." + key + " must be a list");
@@ -275,17 +277,17 @@ void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
     for (const auto& e : v) {
       Example ex;
       if (e.IsMap()) {
-        ForEachKey(e, "example", {"line", "captures"}, [&](const std::string& k, const YAML::Node&,
-                                                            const YAML::Node& ev) {
-          if (k == "line") {
-            Scalar(ev, "line", &ex.line);
-          } else {
-            ForEachKey(ev, "captures", {}, [&](const std::string& ck, const YAML::Node&, const YAML::Node& cv) {
-              std::string s;
-              if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
+        ForEachKey(
+            e, "example", {"line", "captures"}, [&](const std::string& k, const YAML::Node&, const YAML::Node& ev) {
+              if (k == "line") {
+                Scalar(ev, "line", &ex.line);
+              } else {
+                ForEachKey(ev, "captures", {}, [&](const std::string& ck, const YAML::Node&, const YAML::Node& cv) {
+                  std::string s;
+                  if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
+                });
+              }
             });
-          }
-        });
         if (ex.line.pos.line == 0) {
           ex.line.pos = Pos(e);
           Error(Pos(e), "E-MISSING-KEY", "example needs a 'line'");
@@ -304,106 +306,118 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   r.source_file = file;
   r.id.pos = Pos(n);
   bool have_pattern = false, have_family = false;
-  ForEachKey(
-      n, "rule",
-      {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
-       "level", "fallback", "finding", "references", "examples", "enabled"},
-      [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
-        if (key == "id") Scalar(v, "id", &r.id);
-        else if (key == "title") Scalar(v, "title", &r.title);
-        else if (key == "category") r.has_category = Word(v, "category", ParseCategory, CategoryNames(), &r.category);
-        else if (key == "family") {
-          have_family = Scalar(v, "family", &r.family_name);
-        } else if (key == "pattern") {
-          have_pattern = Scalar(v, "pattern", &r.pattern);
-        } else if (key == "fields") {
-          have_pattern = true;
-          r.pattern.pos = Pos(v);
-          ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
-            LineRule::Field f;
-            f.name = name;
-            ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const YAML::Node&,
-                                                             const YAML::Node& x) {
-              Scalar(x, k, &f.anchor);
-              f.before = k == "before";
-            });
-            if (f.anchor.value.size() < 3) {
-              Error(Pos(fv), "E-BAD-VALUE", "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
-            }
-            r.fields.push_back(f);
-          });
-        } else if (key == "facts") {
-          ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
-            FactAssign a;
-            a.fact.pos = Pos(kn);
-            size_t br = fk.find('[');
-            if (br != std::string::npos && fk.back() == ']') {
-              a.fact.value = fk.substr(0, br);
-              a.key.value = fk.substr(br + 1, fk.size() - br - 2);
-              a.key.pos = Pos(kn);
-              a.key.pos.col += static_cast<int>(br) + 1;
-            } else {
-              a.fact.value = fk;
-            }
-            if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
-          });
-        } else if (key == "identity") {
-          ForEachKey(v, "identity",
-                     {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result", "rank_hint"},
-                     [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
-                       Located<std::string> l;
-                       if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
-                     });
-        } else if (key == "lookup") {
-          ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
-            Lookup lk;
-            lk.name = name;
-            lk.from.pos = Pos(lv);
-            ForEachKey(lv, "lookup", {"from", "map", "default"},
-                       [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
-                         if (k == "from") Scalar(x, "from", &lk.from);
-                         else if (k == "default") Scalar(x, "default", &lk.default_value);
-                         else
-                           ForEachKey(x, "map", {}, [&](const std::string& mk, const YAML::Node&,
-                                                       const YAML::Node& mv) {
-                             std::string s;
-                             if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
-                           });
-                       });
-            r.lookups.push_back(lk);
-          });
-        } else if (key == "subject") {
-          Located<std::string> s;
-          if (Scalar(v, "subject", &s)) {
-            if (s.value == "line") r.subject = SubjectMode::kLine;
-            else if (s.value == "capture") r.subject = SubjectMode::kCapture;
-            else if (s.value == "previous") r.subject = SubjectMode::kPrevious;
-            else Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
-          }
-        } else if (key == "level") {
-          if (v.IsScalar()) {
-            Located<std::string> l;
-            if (Scalar(v, "level", &l)) r.levels.push_back(l);
-          } else {
-            StringList(v, "level", &r.levels);
-          }
-        } else if (key == "fallback") {
-          Located<std::string> b;
-          r.fallback_pos = Pos(v);
-          if (Scalar(v, "fallback", &b)) {
-            if (b.value == "true") r.fallback = true;
-            else if (b.value != "false") Error(b.pos, "E-BAD-VALUE", "fallback must be true or false");
-          }
-        } else if (key == "finding") {
-          ReadFinding(v, &r.finding);
-        } else if (key == "references") {
-          ReadReferences(v, &r.references, &r.known_issues);
-        } else if (key == "examples") {
-          ReadExamples(v, &r);
-        } else if (key == "enabled") {
-          Bool(v, "enabled", &r.enabled);
-        }
-      });
+  ForEachKey(n, "rule",
+             {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
+              "level", "fallback", "finding", "references", "examples", "enabled"},
+             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               if (key == "id")
+                 Scalar(v, "id", &r.id);
+               else if (key == "title")
+                 Scalar(v, "title", &r.title);
+               else if (key == "category")
+                 r.has_category = Word(v, "category", ParseCategory, CategoryNames(), &r.category);
+               else if (key == "family") {
+                 have_family = Scalar(v, "family", &r.family_name);
+               } else if (key == "pattern") {
+                 have_pattern = Scalar(v, "pattern", &r.pattern);
+               } else if (key == "fields") {
+                 have_pattern = true;
+                 r.pattern.pos = Pos(v);
+                 ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
+                   LineRule::Field f;
+                   f.name = name;
+                   ForEachKey(fv, "field", {"after", "before"},
+                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                                Scalar(x, k, &f.anchor);
+                                f.before = k == "before";
+                              });
+                   if (f.anchor.value.size() < 3) {
+                     Error(Pos(fv), "E-BAD-VALUE",
+                           "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
+                   }
+                   r.fields.push_back(f);
+                 });
+               } else if (key == "facts") {
+                 ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
+                   FactAssign a;
+                   a.fact.pos = Pos(kn);
+                   size_t br = fk.find('[');
+                   if (br != std::string::npos && fk.back() == ']') {
+                     a.fact.value = fk.substr(0, br);
+                     a.key.value = fk.substr(br + 1, fk.size() - br - 2);
+                     a.key.pos = Pos(kn);
+                     a.key.pos.col += static_cast<int>(br) + 1;
+                   } else {
+                     a.fact.value = fk;
+                   }
+                   if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
+                 });
+               } else if (key == "identity") {
+                 ForEachKey(v, "identity",
+                            {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid",
+                             "result", "rank_hint"},
+                            [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
+                              Located<std::string> l;
+                              if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
+                            });
+               } else if (key == "lookup") {
+                 ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
+                   Lookup lk;
+                   lk.name = name;
+                   lk.from.pos = Pos(lv);
+                   ForEachKey(lv, "lookup", {"from", "map", "default"},
+                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                                if (k == "from")
+                                  Scalar(x, "from", &lk.from);
+                                else if (k == "default")
+                                  Scalar(x, "default", &lk.default_value);
+                                else
+                                  ForEachKey(x, "map", {},
+                                             [&](const std::string& mk, const YAML::Node&, const YAML::Node& mv) {
+                                               std::string s;
+                                               if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
+                                             });
+                              });
+                   r.lookups.push_back(lk);
+                 });
+               } else if (key == "subject") {
+                 Located<std::string> s;
+                 if (Scalar(v, "subject", &s)) {
+                   if (s.value == "line")
+                     r.subject = SubjectMode::kLine;
+                   else if (s.value == "capture")
+                     r.subject = SubjectMode::kCapture;
+                   else if (s.value == "previous")
+                     r.subject = SubjectMode::kPrevious;
+                   else
+                     Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+                 }
+               } else if (key == "level") {
+                 if (v.IsScalar()) {
+                   Located<std::string> l;
+                   if (Scalar(v, "level", &l)) r.levels.push_back(l);
+                 } else {
+                   StringList(v, "level", &r.levels);
+                 }
+               } else if (key == "fallback") {
+                 Located<std::string> b;
+                 r.fallback_pos = Pos(v);
+                 if (Scalar(v, "fallback", &b)) {
+                   if (b.value == "true")
+                     r.fallback = true;
+                   else if (b.value != "false")
+                     Error(b.pos, "E-BAD-VALUE", "fallback must be true or false");
+                 }
+               } else if (key == "finding") {
+                 ReadFinding(v, &r.finding);
+               } else if (key == "references") {
+                 ReadReferences(v, &r.references, &r.known_issues);
+               } else if (key == "examples") {
+                 ReadExamples(v, &r);
+               } else if (key == "enabled") {
+                 Bool(v, "enabled", &r.enabled);
+               }
+             });
   if (r.id.value.empty()) {
     Error(Pos(n), "E-MISSING-KEY", "rule needs an 'id'");
     return;
@@ -443,8 +457,9 @@ void RuleReader::ReadCondition(const YAML::Node& w, Condition* cond) {
                ConditionOp op;
                ParseConditionOp(k, &op);  // one of the allowed keys
                if (cond->op != ConditionOp::kCount) {
-                 Error(Pos(kn), "E-BAD-VALUE", "condition has two operators ('" + std::string(OpName(cond->op)) +
-                                                   "' and '" + k + "'); write one condition per operator");
+                 Error(Pos(kn), "E-BAD-VALUE",
+                       "condition has two operators ('" + std::string(OpName(cond->op)) + "' and '" + k +
+                           "'); write one condition per operator");
                  return;
                }
                cond->op = op;
@@ -456,7 +471,8 @@ void RuleReader::ReadCondition(const YAML::Node& w, Condition* cond) {
                        "write an integer (decimal, or hex with 0x); use equals / matches for text");
                }
              });
-  if (cond->op == ConditionOp::kCount) Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
+  if (cond->op == ConditionOp::kCount)
+    Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
 }
 
 void RuleReader::ReadCorrelation(const YAML::Node& n) {
@@ -473,17 +489,21 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   std::vector<std::pair<std::string, SourcePos>> given;  // kind-specific keys, where written
   bool kind_given = false;
   ForEachKey(n, "correlation", allowed, [&](const std::string& key, const YAML::Node& kn, const YAML::Node& v) {
-    const bool common = std::find(CommonCorrelationKeys().begin(), CommonCorrelationKeys().end(), key) !=
-                        CommonCorrelationKeys().end();
+    const bool common =
+        std::find(CommonCorrelationKeys().begin(), CommonCorrelationKeys().end(), key) != CommonCorrelationKeys().end();
     if (!common) given.push_back({key, Pos(kn)});
-    if (key == "id") Scalar(v, "id", &c.id);
-    else if (key == "title") Scalar(v, "title", &c.title);
-    else if (key == "category") c.has_category = Word(v, "category", ParseCategory, CategoryNames(), &c.category);
+    if (key == "id")
+      Scalar(v, "id", &c.id);
+    else if (key == "title")
+      Scalar(v, "title", &c.title);
+    else if (key == "category")
+      c.has_category = Word(v, "category", ParseCategory, CategoryNames(), &c.category);
     else if (key == "kind") {
       kind_given = true;
       c.kind_pos = Pos(v);
       Word(v, "correlation kind", ParseCorrelationKind, CorrelationKindNames(), &c.kind);
-    } else if (key == "fact") Scalar(v, "fact", &c.fact);
+    } else if (key == "fact")
+      Scalar(v, "fact", &c.fact);
     else if (key == "over") {
       std::string s;
       OneOf(v, "over", "rank", "host", &s);
@@ -512,17 +532,24 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
       std::vector<Located<std::string>> vals;
       StringList(v, "normal", &vals);
       for (auto& x : vals) c.normal.push_back(x.value);
-    } else if (key == "population") Scalar(v, "population", &c.population);
-    else if (key == "check") Word(v, "collective check", ParseCollectiveCheck, CollectiveCheckNames(), &c.check);
-    else if (key == "present") Scalar(v, "present", &c.present);
-    else if (key == "absent") Scalar(v, "absent", &c.absent);
+    } else if (key == "population")
+      Scalar(v, "population", &c.population);
+    else if (key == "check")
+      Word(v, "collective check", ParseCollectiveCheck, CollectiveCheckNames(), &c.check);
+    else if (key == "present")
+      Scalar(v, "present", &c.present);
+    else if (key == "absent")
+      Scalar(v, "absent", &c.absent);
     else if (key == "select") {
       std::string s;
       OneOf(v, "select", "min", "max", &s);
       c.select = s == "max" ? Select::kMax : Select::kMin;
-    } else if (key == "require") Scalar(v, "require", &c.require);
-    else if (key == "finding") ReadFinding(v, &c.finding);
-    else if (key == "references") ReadReferences(v, &c.references, &c.known_issues);
+    } else if (key == "require")
+      Scalar(v, "require", &c.require);
+    else if (key == "finding")
+      ReadFinding(v, &c.finding);
+    else if (key == "references")
+      ReadReferences(v, &c.references, &c.known_issues);
   });
   if (c.id.value.empty()) {
     Error(Pos(n), "E-MISSING-KEY", "correlation needs an 'id'");
@@ -544,12 +571,14 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
       bool have = false;
       for (const auto& g : given) have |= g.first == key;
       if (!have) {
-        Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " (" + info.name + ") needs '" + std::string(key) + "'");
+        Error(Pos(n), "E-MISSING-KEY",
+              "correlation " + c.id.value + " (" + info.name + ") needs '" + std::string(key) + "'");
       }
     }
   }
   if (c.title.empty()) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'title'");
-  if (!c.has_category && !n["category"]) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
+  if (!c.has_category && !n["category"])
+    Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'category'");
   if (!c.finding.present) Error(Pos(n), "E-MISSING-KEY", "correlation " + c.id.value + " needs a 'finding'");
   correlations.push_back(CorrEntry{std::move(c), layer});
 }
@@ -560,7 +589,8 @@ void RuleReader::ReadFact(const YAML::Node& n) {
   ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "description"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
-               if (key == "name") Scalar(v, "name", &f.name);
+               if (key == "name")
+                 Scalar(v, "name", &f.name);
                else if (key == "merge") {
                  if (Scalar(v, "merge", &s) && !ParseMergeMode(s, &f.merge)) {
                    Error(Pos(v), "E-BAD-VALUE", "unknown merge mode '" + s + "'",
@@ -574,7 +604,8 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                  }
                } else if (key == "window") {
                  Int(v, "window", 1, &f.window);
-               } else if (key == "description") Scalar(v, "description", &f.description);
+               } else if (key == "description")
+                 Scalar(v, "description", &f.description);
              });
   if (f.name.value.empty()) {
     Error(Pos(n), "E-MISSING-KEY", "fact needs a 'name'");
@@ -645,9 +676,12 @@ void RuleReader::ReadDocument(const YAML::Node& root) {
                    return;
                  }
                  for (const auto& item : v) {
-                   if (key == "facts") ReadFact(item);
-                   else if (key == "rules") ReadRule(item);
-                   else ReadCorrelation(item);
+                   if (key == "facts")
+                     ReadFact(item);
+                   else if (key == "rules")
+                     ReadRule(item);
+                   else
+                     ReadCorrelation(item);
                  }
                });
   } catch (const YAML::Exception& e) {

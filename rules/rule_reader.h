@@ -20,9 +20,18 @@ namespace ncclscan {
 class RuleReader {
  public:
   int layer = 0;
-  struct FactEntry { FactSpec spec; int layer; };
-  struct RuleEntry { LineRule rule; int layer; };
-  struct CorrEntry { CorrelationRule rule; int layer; };
+  struct FactEntry {
+    FactSpec spec;
+    int layer;
+  };
+  struct RuleEntry {
+    LineRule rule;
+    int layer;
+  };
+  struct CorrEntry {
+    CorrelationRule rule;
+    int layer;
+  };
   std::vector<FactEntry> facts;
   std::vector<RuleEntry> rules;
   std::vector<CorrEntry> correlations;
@@ -66,8 +75,8 @@ class RuleReader {
   // A scalar naming a word of a vocabulary table (rules/vocabulary.h); an
   // unknown one is an error whose help lists the table's words.
   template <typename E>
-  bool Word(const YAML::Node& n, const std::string& what, bool (*parse)(std::string_view, E*),
-            const std::string& names, E* out) {
+  bool Word(const YAML::Node& n, const std::string& what, bool (*parse)(std::string_view, E*), const std::string& names,
+            E* out) {
     std::string s;
     if (!Scalar(n, what, &s)) return false;
     if (parse(s, out)) return true;

@@ -6,54 +6,77 @@ namespace ncclscan {
 
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
+    case Severity::kCritical:
+      return "critical";
   }
   return "info";
 }
 
 bool ParseSeverity(const std::string& s, Severity* out) {
-  if (s == "info") *out = Severity::kInfo;
-  else if (s == "warning") *out = Severity::kWarning;
-  else if (s == "error") *out = Severity::kError;
-  else if (s == "critical") *out = Severity::kCritical;
-  else return false;
+  if (s == "info")
+    *out = Severity::kInfo;
+  else if (s == "warning")
+    *out = Severity::kWarning;
+  else if (s == "error")
+    *out = Severity::kError;
+  else if (s == "critical")
+    *out = Severity::kCritical;
+  else
+    return false;
   return true;
 }
 
 const char* RoleName(Role r) {
   switch (r) {
-    case Role::kRoot: return "root";
-    case Role::kCascade: return "cascade";
-    case Role::kContext: return "context";
+    case Role::kRoot:
+      return "root";
+    case Role::kCascade:
+      return "cascade";
+    case Role::kContext:
+      return "context";
   }
   return "root";
 }
 
 bool ParseRole(const std::string& s, Role* out) {
-  if (s == "root") *out = Role::kRoot;
-  else if (s == "cascade") *out = Role::kCascade;
-  else if (s == "context") *out = Role::kContext;
-  else return false;
+  if (s == "root")
+    *out = Role::kRoot;
+  else if (s == "cascade")
+    *out = Role::kCascade;
+  else if (s == "context")
+    *out = Role::kContext;
+  else
+    return false;
   return true;
 }
 
 bool ParseMergeMode(const std::string& s, MergeMode* out) {
-  if (s == "first") *out = MergeMode::kFirst;
-  else if (s == "last") *out = MergeMode::kLast;
-  else if (s == "set") *out = MergeMode::kSet;
-  else if (s == "max") *out = MergeMode::kMax;
-  else if (s == "min") *out = MergeMode::kMin;
-  else if (s == "count") *out = MergeMode::kCount;
-  else return false;
+  if (s == "first")
+    *out = MergeMode::kFirst;
+  else if (s == "last")
+    *out = MergeMode::kLast;
+  else if (s == "set")
+    *out = MergeMode::kSet;
+  else if (s == "max")
+    *out = MergeMode::kMax;
+  else if (s == "min")
+    *out = MergeMode::kMin;
+  else if (s == "count")
+    *out = MergeMode::kCount;
+  else
+    return false;
   return true;
 }
 
 const char* IdentitySlotName(int slot) {
-  static const char* kNames[kNumIdSlots] = {"comm",    "comm_id",     "rank", "nranks", "event",
-                                            "address", "global_rank", "host", "pid", "result", "rank_hint"};
+  static const char* kNames[kNumIdSlots] = {"comm",        "comm_id", "rank", "nranks", "event",    "address",
+                                            "global_rank", "host",    "pid",  "result", "rank_hint"};
   return kNames[slot];
 }
 
@@ -73,7 +96,8 @@ int RuleSet::FindFact(std::string_view name) const {
 }
 
 const CompiledRule* RuleSet::FindRule(std::string_view id) const {
-  for (const auto& r : rules_) if (r.spec.id.value == id) return &r;
+  for (const auto& r : rules_)
+    if (r.spec.id.value == id) return &r;
   return nullptr;
 }
 
@@ -137,7 +161,8 @@ bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::S
 }
 
 const CompiledCorrelation* RuleSet::FindCorrelation(std::string_view id) const {
-  for (const auto& c : correlations_) if (c.spec.id.value == id) return &c;
+  for (const auto& c : correlations_)
+    if (c.spec.id.value == id) return &c;
   return nullptr;
 }
 

@@ -36,8 +36,18 @@ inline constexpr int kMaxCaptures = 15;
 
 // Identity slots a rule may fill (see docs/rules.md "Identity").
 enum IdentitySlot {
-  kIdComm, kIdCommId, kIdRank, kIdNranks, kIdEvent, kIdAddress, kIdGlobalRank, kIdHost, kIdPid, kIdResult,
-  kIdRankHint, kNumIdSlots
+  kIdComm,
+  kIdCommId,
+  kIdRank,
+  kIdNranks,
+  kIdEvent,
+  kIdAddress,
+  kIdGlobalRank,
+  kIdHost,
+  kIdPid,
+  kIdResult,
+  kIdRankHint,
+  kNumIdSlots
 };
 const char* IdentitySlotName(int slot);
 
@@ -69,8 +79,8 @@ struct CompiledRule {
   // `fields` rules: the search for each field's anchor, or none when the
   // field shares the previous field's anchor (same position).
   std::vector<std::optional<LiteralFinder>> field_finders;
-  int subject_capture = -1;          // group named "rank" when subject: capture
-  std::vector<std::string> group_by; // variable names
+  int subject_capture = -1;           // group named "rank" when subject: capture
+  std::vector<std::string> group_by;  // variable names
   // Only sets facts merged first/last/max/min/count, from the line's own
   // process: a run of its matches can be folded to one update per fact entry
   // before the serial stage (see the scanner).
@@ -97,11 +107,16 @@ struct CompiledRule {
   // c10 severity letters E F W I V as bit positions (0 for anything else).
   static int SeverityBit(char c) {
     switch (c) {
-      case 'E': return 1;
-      case 'F': return 2;
-      case 'W': return 3;
-      case 'I': return 4;
-      case 'V': return 5;
+      case 'E':
+        return 1;
+      case 'F':
+        return 2;
+      case 'W':
+        return 3;
+      case 'I':
+        return 4;
+      case 'V':
+        return 5;
     }
     return 0;
   }
@@ -125,8 +140,10 @@ struct MatchVars {
     for (const CompiledLookup& lk : r.lookups) {
       if (lk.name != name) continue;
       auto it = lk.map.find(Group(lk.from_capture));
-      if (it != lk.map.end()) out->append(it->second);
-      else lk.default_value.RenderTo(out, *this);
+      if (it != lk.map.end())
+        out->append(it->second);
+      else
+        lk.default_value.RenderTo(out, *this);
       return;
     }
     std::string_view c = Group(r.CaptureIndex(name));
@@ -232,8 +249,7 @@ class RuleSet {
       const CompiledRule& r = rules_[idx];
       if (!r.spec.any_family && r.spec.family != line.family) return;
       if (!r.LevelAdmits(line)) return;
-      re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic ||
-                                line.family == Family::kOther)
+      re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic || line.family == Family::kOther)
                                    ? re2::StringPiece(line.text.data(), line.text.size())
                                    : re2::StringPiece(line.message.data(), line.message.size());
       if (r.re) {
@@ -314,9 +330,9 @@ class RuleSet {
   std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
   LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines
   std::vector<std::vector<int>> info_atom_rules_;
-  std::vector<int> fallback_rules_;           // in rule order
+  std::vector<int> fallback_rules_;  // in rule order
   std::string content_hash_;
-  uint32_t fallback_nccl_levels_ = 0;         // union of the fallback rules' masks
+  uint32_t fallback_nccl_levels_ = 0;  // union of the fallback rules' masks
   uint32_t fallback_c10_severities_ = 0;
 };
 

@@ -36,8 +36,10 @@ class Template {
   template <typename Lookup>
   void RenderTo(std::string* out, Lookup&& lookup) const {
     for (const Part& p : parts_) {
-      if (p.is_var) lookup(p.text, out);
-      else out->append(p.text);
+      if (p.is_var)
+        lookup(p.text, out);
+      else
+        out->append(p.text);
     }
   }
   template <typename Lookup>

@@ -97,7 +97,8 @@ bool VersionRange::ParseBounds(std::string_view text, std::string* error, size_t
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string_view part = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view part =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     size_t lead = 0;
     while (lead < part.size() && part[lead] == ' ') ++lead;
     std::string_view t = Trim(part);
@@ -108,11 +109,16 @@ bool VersionRange::ParseBounds(std::string_view text, std::string* error, size_t
     }
     Bound b{Op::kEq, {}};
     size_t i = 0;
-    if (t.substr(0, 2) == ">=") b.op = Op::kGe, i = 2;
-    else if (t.substr(0, 2) == "<=") b.op = Op::kLe, i = 2;
-    else if (t.substr(0, 2) == "==") b.op = Op::kEq, i = 2;
-    else if (t[0] == '>') b.op = Op::kGt, i = 1;
-    else if (t[0] == '<') b.op = Op::kLt, i = 1;
+    if (t.substr(0, 2) == ">=")
+      b.op = Op::kGe, i = 2;
+    else if (t.substr(0, 2) == "<=")
+      b.op = Op::kLe, i = 2;
+    else if (t.substr(0, 2) == "==")
+      b.op = Op::kEq, i = 2;
+    else if (t[0] == '>')
+      b.op = Op::kGt, i = 1;
+    else if (t[0] == '<')
+      b.op = Op::kLt, i = 1;
     else if (t[0] == '=' || t[0] == '!' || t[0] == '~' || t[0] == '^') {
       *error = "unknown comparison '" + std::string(t.substr(0, t.find_first_of("0123456789"))) + "'";
       return false;
@@ -137,11 +143,21 @@ bool VersionRange::Contains(const Version& v) const {
     const int c = CompareVersions(v, b.version);
     bool ok = false;
     switch (b.op) {
-      case Op::kGe: ok = c >= 0; break;
-      case Op::kGt: ok = c > 0; break;
-      case Op::kLe: ok = c <= 0; break;
-      case Op::kLt: ok = c < 0; break;
-      case Op::kEq: ok = SamePrefix(v, b.version); break;
+      case Op::kGe:
+        ok = c >= 0;
+        break;
+      case Op::kGt:
+        ok = c > 0;
+        break;
+      case Op::kLe:
+        ok = c <= 0;
+        break;
+      case Op::kLt:
+        ok = c < 0;
+        break;
+      case Op::kEq:
+        ok = SamePrefix(v, b.version);
+        break;
     }
     if (!ok) return false;
   }

@@ -47,15 +47,18 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kStopped, "stopped"},
       {CollectiveCheck::kStoppedCollectives, "stopped_collectives"},
       {CollectiveCheck::kLoneSubmitter, "lone_submitter"},
+      {CollectiveCheck::kRankZeroAlone, "rank_zero_alone"},
   };
   return kRows;
 }
 
 const std::vector<NameRow<ConditionOp>>& OpRows() {
   static const std::vector<NameRow<ConditionOp>> kRows = {
-      {ConditionOp::kEquals, "equals"}, {ConditionOp::kNotEquals, "not_equals"}, {ConditionOp::kMatches, "matches"},
-      {ConditionOp::kExists, "exists"}, {ConditionOp::kAbsent, "absent"},         {ConditionOp::kGt, "gt"},
-      {ConditionOp::kLt, "lt"},         {ConditionOp::kGe, "ge"},                 {ConditionOp::kLe, "le"},
+      {ConditionOp::kEquals, "equals"},   {ConditionOp::kNotEquals, "not_equals"},
+      {ConditionOp::kMatches, "matches"}, {ConditionOp::kExists, "exists"},
+      {ConditionOp::kAbsent, "absent"},   {ConditionOp::kGt, "gt"},
+      {ConditionOp::kLt, "lt"},           {ConditionOp::kGe, "ge"},
+      {ConditionOp::kLe, "le"},
   };
   return kRows;
 }
@@ -92,7 +95,11 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
        {"fact"},
        {"key", "value", "majority", "group"}},
       {CorrelationKind::kFirstInTime, "first_in_time", {"fact"}, {"fact"}, {"value", "uncertainty"}},
-      {CorrelationKind::kPeerMap, "peer_map", {"fact", "min_reporters"}, {"fact"}, {"peer_hosts", "peer_ranks", "reporters"}},
+      {CorrelationKind::kPeerMap,
+       "peer_map",
+       {"fact", "min_reporters"},
+       {"fact"},
+       {"peer_hosts", "peer_ranks", "reporters"}},
       {CorrelationKind::kCollective,
        "collective",
        {"check"},

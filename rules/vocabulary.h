@@ -67,6 +67,7 @@ enum class CollectiveCheck : int {
   kStopped,
   kStoppedCollectives,
   kLoneSubmitter,
+  kRankZeroAlone,
   kCount
 };
 const char* CheckName(CollectiveCheck c);
@@ -96,8 +97,26 @@ struct Given {
 };
 
 enum class Category : int {
-  kTransport, kGdr, kP2p, kEnv, kVersion, kTimeout, kDesync, kConnection, kIb, kCuda, kOom, kInit, kBootstrap,
-  kTopology, kElastic, kConfig, kIdentity, kCrash, kHang, kCount
+  kTransport,
+  kGdr,
+  kP2p,
+  kEnv,
+  kVersion,
+  kTimeout,
+  kDesync,
+  kConnection,
+  kIb,
+  kCuda,
+  kOom,
+  kInit,
+  kBootstrap,
+  kTopology,
+  kElastic,
+  kConfig,
+  kIdentity,
+  kCrash,
+  kHang,
+  kCount
 };
 struct CategoryInfo {
   Category id;
@@ -112,7 +131,7 @@ Owner DefaultOwner(Category c);
 // --- Key kinds of keyed facts (`key:` of a fact) ----------------------------------
 
 enum class KeyKind : int { kName, kComm, kPg, kCount };  // name: any text (an env variable, a call)
-const char* KeyKindName(KeyKind k);                     // "name", "comm", "pg"
+const char* KeyKindName(KeyKind k);                      // "name", "comm", "pg"
 bool ParseKeyKind(std::string_view s, KeyKind* out);
 
 // --- Statuses of a diagnosis (the JSON contract's `status`) ----------------------

@@ -61,10 +61,14 @@ bool ReadRows(const std::string& path, std::vector<Row>* rows, std::string* err)
   int id = -1, group = -1, text = -1, expect = -1;
   for (size_t i = 0; i < head.size(); ++i) {
     const std::string& h = head[i];
-    if (h == "id") id = static_cast<int>(i);
-    else if (h == "subsystem" || h == "source") group = static_cast<int>(i);
-    else if (h == "logline" || h == "example") text = static_cast<int>(i);
-    else if (h == "expect") expect = static_cast<int>(i);
+    if (h == "id")
+      id = static_cast<int>(i);
+    else if (h == "subsystem" || h == "source")
+      group = static_cast<int>(i);
+    else if (h == "logline" || h == "example")
+      text = static_cast<int>(i);
+    else if (h == "expect")
+      expect = static_cast<int>(i);
   }
   int n = 1;
   if (id < 0 && group < 0 && text < 0 && head.size() >= 3) {
@@ -152,9 +156,12 @@ int Main(int argc, char** argv) {
     Tally& total = is_info ? info : held;
     for (Tally* t : {&g, &total}) {
       t->n++;
-      if (o == kSpecific) t->specific++;
-      else if (o == kCatchAll) t->catchall++;
-      else t->none++;
+      if (o == kSpecific)
+        t->specific++;
+      else if (o == kCatchAll)
+        t->catchall++;
+      else
+        t->none++;
     }
     if (o == kNone && !is_info && !context) nothing.push_back(row.id + "\t" + row.group + "\t" + row.line);
     if (o == kCatchAll && !is_info) catchall_lines.push_back(row.id + "\t" + row.group + "\t" + row.line);
@@ -175,10 +182,11 @@ int Main(int argc, char** argv) {
   const int need = held.n - context_rows;
   const double warn_frac = need > 0 ? double(held.specific + held.catchall) / need : 1.0;
   const double spec_frac = need > 0 ? double(held.specific) / need : 1.0;
-  std::printf("\n%d catalog lines (%d NOWARN probes printed as INFO reported apart, %d context rows): "
-              "%.1f%% at least a warning, %.1f%% specific (%d), %.1f%% only the catch-all (%d), %d nothing\n",
-              held.n, info.n, context_rows, 100 * warn_frac, 100 * spec_frac, held.specific,
-              need > 0 ? 100.0 * held.catchall / need : 0.0, held.catchall, static_cast<int>(nothing.size()));
+  std::printf(
+      "\n%d catalog lines (%d NOWARN probes printed as INFO reported apart, %d context rows): "
+      "%.1f%% at least a warning, %.1f%% specific (%d), %.1f%% only the catch-all (%d), %d nothing\n",
+      held.n, info.n, context_rows, 100 * warn_frac, 100 * spec_frac, held.specific,
+      need > 0 ? 100.0 * held.catchall / need : 0.0, held.catchall, static_cast<int>(nothing.size()));
   int failed = 0;
   if (warn_frac + 1e-9 < min_warning) {
     std::printf("FAIL: at least a warning for %.1f%% of the lines, floor %.1f%%\n", 100 * warn_frac, 100 * min_warning);

@@ -1,15 +1,13 @@
 #include "engine/models/consensus.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <memory>
 
-#include <fmt/format.h>
-
-#include "engine/run/analyze.h"
-
 #include "engine/models/diagnosis.h"
+#include "engine/run/analyze.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 
@@ -90,8 +88,7 @@ TEST(Consensus, HealthyDumpsSayNothing) {
 }
 
 TEST(Consensus, MissingDumpNamesTheRankWithoutAFile) {
-  auto fs = Check(World(
-      4, [](int) { return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "started")}; }, {2}));
+  auto fs = Check(World(4, [](int) { return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "started")}; }, {2}));
   const Finding* f = Find(fs, "CONSENSUS-MISSING-DUMP");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
@@ -112,9 +109,9 @@ TEST(Consensus, BehindNamesTheRankThatNeverEnqueued) {
 
 TEST(Consensus, SizeMismatchNamesTheMinorityAndTheField) {
   auto fs = Check(World(4, [](int r) {
-    return std::vector<FrEntry>{Coll(1, "nccl:all_reduce", "completed"),
-                                Coll(2, "nccl:all_reduce", "started", r == 1 ? std::vector<int64_t>{4, 6}
-                                                                             : std::vector<int64_t>{4, 5})};
+    return std::vector<FrEntry>{
+        Coll(1, "nccl:all_reduce", "completed"),
+        Coll(2, "nccl:all_reduce", "started", r == 1 ? std::vector<int64_t>{4, 6} : std::vector<int64_t>{4, 5})};
   }));
   const Finding* f = Find(fs, "CONSENSUS-CALL-MISMATCH");
   ASSERT_NE(f, nullptr);
@@ -315,9 +312,11 @@ TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
     std::string want;  // ranks named, "" = silent
   } cases[] = {
       {"untimed OOM", {"[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}, "2"},
-      {"error before", {"[rank2]:[E1122 10:05:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+      {"error before",
+       {"[rank2]:[E1122 10:05:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
        "2"},
-      {"error after", {"[rank2]:[E1122 10:20:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
+      {"error after",
+       {"[rank2]:[E1122 10:20:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
        ""},
       {"silent since init", {}, "2"},
       {"timed out too",
@@ -349,6 +348,61 @@ TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
     std::string got;
     for (const auto& f : d.findings) {
       if (f.rule_id == "CONSENSUS-DIED-FIRST") got = CompactRanks(f.ranks);
+    }
+    EXPECT_EQ(got, c.want) << c.name;
+  }
+}
+
+TEST(Consensus, RankZeroAloneOnlyWhereNothingElseSpeaks) {
+  // Ranks 2 and 3 time out; what else the input says decides whether rank 0,
+  // silent, is named from its role.
+  const std::string timeouts =
+      "[rank2]:[E1122 10:15:41.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out.\n"
+      "[rank3]:[E1122 10:15:42.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out.\n";
+  struct Case {
+    const char* name;
+    std::string extra;
+    std::string want;  // ranks CONSENSUS-RANK0-ALONE names, "" = silent
+  } cases[] = {
+      {"rank 0 silent, no world size", "", "0"},
+      {"world size printed: elimination speaks",
+       "[rank2]:[I1122 10:05:11.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank 2] ProcessGroupNCCL "
+       "initialization options: size: 4, global rank: 2, TIMEOUT(ms): 600000\n",
+       ""},
+      {"rank 0 in the input",
+       "[rank0]:[E1122 10:15:40.000000000 ProcessGroupNCCL.cpp:1709] [PG ID 0 PG GUID 0 Rank 0] Timeout at NCCL work: "
+       "1, last enqueued NCCL work: 1, last completed NCCL work: 1.\n",
+       ""},
+      {"rank 0 timed out too",
+       "[rank0]:[E1122 10:15:43.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+       "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+       "milliseconds before timing out.\n",
+       ""},
+      {"rank 0 busy: its own lines show no timeout", "[rank0]: Evaluating:  45%|####5     | 450/1000\n", "0"},
+      {"rank 0 reached its end",
+       "[rank0]: Evaluating:  45%|####5     | 450/1000\n"
+       "[rank0]:[W1122 10:30:00.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been "
+       "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+       "destroy_process_group to ensure that any pending NCCL operations have finished in this process.\n",
+       ""},
+      {"a sub-group: rank 0 may not be a member",
+       "[rank2]:[E1122 10:15:41.100000000 ProcessGroupNCCL.cpp:1709] [PG ID 2 PG GUID 2 Rank 2] Timeout at NCCL work: "
+       "2, last enqueued NCCL work: 2, last completed NCCL work: 1.\n",
+       ""},
+      {"a rank failed on its own", "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+       ""},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths = {dir.Write("job.log", timeouts + c.extra)};
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    std::string got;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == "CONSENSUS-RANK0-ALONE") got = CompactRanks(f.ranks);
     }
     EXPECT_EQ(got, c.want) << c.name;
   }

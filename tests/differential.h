@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/reports/report.h"
 #include "engine/run/analyze.h"
 #include "engine/run/partial.h"
-#include "engine/reports/report.h"
 
 namespace ncclscan {
 

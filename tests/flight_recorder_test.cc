@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/run/analyze.h"
 #include "engine/io/source.h"
+#include "engine/run/analyze.h"
 #include "parsers/pickle.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "engine/run/analyze.h"
 #include "engine/reports/report.h"
+#include "engine/run/analyze.h"
 #include "rules/rule_loader.h"
 #include "rules/version_range.h"
 #include "tests/test_util.h"
@@ -41,11 +41,16 @@ struct RangeRow {
 
 TEST(VersionRange, ContainsTable) {
   const RangeRow rows[] = {
-      {">=2.19.1,<2.21.5", "2.19.3", true},   {">=2.19.1,<2.21.5", "2.21.5", false},
-      {">=2.19.1,<2.21.5", "2.18.6", false},  {"<2.19", "2.18.6+cuda12.1", true},
-      {"<2.19", "2.19.0", false},             {"==2.19", "2.19.4", true},
-      {"==2.19", "2.20.3", false},            {"2.25.1", "2.25.1", true},
-      {"> 2.26.2, <= 2.27.3", "2.27.3", true}, {">2.26.2", "2.26.2", false},
+      {">=2.19.1,<2.21.5", "2.19.3", true},
+      {">=2.19.1,<2.21.5", "2.21.5", false},
+      {">=2.19.1,<2.21.5", "2.18.6", false},
+      {"<2.19", "2.18.6+cuda12.1", true},
+      {"<2.19", "2.19.0", false},
+      {"==2.19", "2.19.4", true},
+      {"==2.19", "2.20.3", false},
+      {"2.25.1", "2.25.1", true},
+      {"> 2.26.2, <= 2.27.3", "2.27.3", true},
+      {">2.26.2", "2.26.2", false},
       {"*", "2.4.8", true},
   };
   for (const RangeRow& r : rows) {
@@ -158,8 +163,9 @@ TEST(KnownIssueLoader, RejectsUnknownKeyMissingPartsAndInconsistentVersions) {
 }
 
 TEST(KnownIssueLoader, RejectsTwoVersionBoundReferences) {
-  EXPECT_EQ(Load(RuleWithReferences("      - {url: \"https://x.example/1\", title: a, fixed_in: \"2.20\", affected_only: true}\n"
-                                    "      - {url: \"https://x.example/2\", title: b, fixed_in: \"2.21\", affected_only: true}\n")),
+  EXPECT_EQ(Load(RuleWithReferences(
+                "      - {url: \"https://x.example/1\", title: a, fixed_in: \"2.20\", affected_only: true}\n"
+                "      - {url: \"https://x.example/2\", title: b, fixed_in: \"2.21\", affected_only: true}\n")),
             "t.yaml:10:81: error: only one reference of a rule may say affected_only [E-BAD-VALUE]\n"
             "          - {url: \"https://x.example/2\", title: b, fixed_in: \"2.21\", affected_only: true}\n"
             "                                                                                    ^\n"
@@ -171,15 +177,14 @@ TEST(KnownIssueLoader, RejectsTwoVersionBoundReferences) {
 class KnownIssueScan : public ::testing::Test {
  protected:
   void SetUp() override {
-    rules_dir_.Write("site.yaml",
-                     RuleWithReferences("      - url: https://github.com/NVIDIA/nccl/issues/1176\n"
-                                        "        title: bootstrap messages reordered\n"
-                                        "        affected: \">=2.19.1,<2.21.5\"\n"
-                                        "        fixed_in: \"2.21.5\"\n"
-                                        "        affected_only: true\n"
-                                        "      - url: https://github.com/NVIDIA/nccl/issues/2\n"
-                                        "        title: another mechanism\n"
-                                        "        fixed_in: \"2.20.3\"\n"));
+    rules_dir_.Write("site.yaml", RuleWithReferences("      - url: https://github.com/NVIDIA/nccl/issues/1176\n"
+                                                     "        title: bootstrap messages reordered\n"
+                                                     "        affected: \">=2.19.1,<2.21.5\"\n"
+                                                     "        fixed_in: \"2.21.5\"\n"
+                                                     "        affected_only: true\n"
+                                                     "      - url: https://github.com/NVIDIA/nccl/issues/2\n"
+                                                     "        title: another mechanism\n"
+                                                     "        fixed_in: \"2.20.3\"\n"));
     std::string err;
     rules_ = LoadRules({rules_dir_.path()}, &err);
     ASSERT_TRUE(rules_) << err;

@@ -20,7 +20,7 @@ struct Case {
   const char* message;  // expected message (nullptr = don't check)
   const char* host = nullptr;
   int64_t pid = -1;
-  int dev = -2;         // -2 = don't check
+  int dev = -2;  // -2 = don't check
   int rank_hint = -2;
   int local_rank_hint = -2;
   const char* host_hint = nullptr;
@@ -83,14 +83,23 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // NCCL header shapes.
         Case{"info", kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3},
-        Case{"warn", "gpu-a17:48213:48290 [3] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection refused",
-             Family::kNccl, "socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection refused", "gpu-a17", 48213, 3},
-        Case{"warn_230_func", "n1:77:91 [0] transport/net_ib.cc:2358 (ncclIbCompletion) NCCL WARN NET/IB: Got completion from peer 10.1.0.9<40312> with status=12",
+        Case{"warn",
+             "gpu-a17:48213:48290 [3] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.4<39275> "
+             "failed : Connection refused",
+             Family::kNccl, "socketStartConnect: Connect to 10.1.2.4<39275> failed : Connection refused", "gpu-a17",
+             48213, 3},
+        Case{"warn_230_func",
+             "n1:77:91 [0] transport/net_ib.cc:2358 (ncclIbCompletion) NCCL WARN NET/IB: Got completion from peer "
+             "10.1.0.9<40312> with status=12",
              Family::kNccl, "NET/IB: Got completion from peer 10.1.0.9<40312> with status=12", "n1", 77, 0},
-        Case{"trace", "n1:77:91 [0] 1523.041870 ncclProxyProgress:1203 NCCL TRACE progress", Family::kNccl, "progress", "n1", 77, 0},
-        Case{"call", "n1:77:77 NCCL CALL ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)",
-             Family::kNccl, "ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)", "n1", 77},
-        Case{"timestamp_226", "[2025-05-02 14:03:11] gpu-a17:48213:48290 [3] transport/net_ib.cc:2358 NCCL WARN NET/IB: Got completion",
+        Case{"trace", "n1:77:91 [0] 1523.041870 ncclProxyProgress:1203 NCCL TRACE progress", Family::kNccl, "progress",
+             "n1", 77, 0},
+        Case{"call",
+             "n1:77:77 NCCL CALL ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)",
+             Family::kNccl, "ncclAllReduce(7f3a2c000000,7f3a2c000000,1048576,7,0,0,0x55d0c1a0e9f0,0x55d0c2b1a000)",
+             "n1", 77},
+        Case{"timestamp_226",
+             "[2025-05-02 14:03:11] gpu-a17:48213:48290 [3] transport/net_ib.cc:2358 NCCL WARN NET/IB: Got completion",
              Family::kNccl, "NET/IB: Got completion", "gpu-a17", 48213, 3, -2, -2, nullptr, nullptr, -2, true},
         Case{"pre24_no_keyword", "node1:1234:1234 [0] INFO NET/IB : Using interface ib0", Family::kNccl,
              "NET/IB : Using interface ib0", "node1", 1234, 0},
@@ -102,65 +111,81 @@ INSTANTIATE_TEST_SUITE_P(
              "cudaDriverVersion 12010", "<cluster_name>", 924, 5},
         // c10 / glog headers.
         Case{"c10_old", "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout",
-             Family::kTorch, "[Rank 1] Watchdog caught collective operation timeout", nullptr, -1, -2, -2, -2,
-             nullptr, nullptr, -2, false, 1},
+             Family::kTorch, "[Rank 1] Watchdog caught collective operation timeout", nullptr, -1, -2, -2, -2, nullptr,
+             nullptr, -2, false, 1},
         Case{"c10_ts_rank", "[rank7]:[E126 01:17:58.183429932 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught",
              Family::kTorch, "[Rank 7] Watchdog caught", nullptr, -1, -2, 7, -2, nullptr, nullptr, -2, true, 7},
-        Case{"pg_guid", "[rank3]:[E219 08:58:32.606667496 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception detected",
-             Family::kTorch, "[PG ID 2 PG GUID 3 Rank 3] Exception detected", nullptr, -1, -2, 3, -2, nullptr, nullptr,
-             -2, true, 3},
+        Case{
+            "pg_guid",
+            "[rank3]:[E219 08:58:32.606667496 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception detected",
+            Family::kTorch, "[PG ID 2 PG GUID 3 Rank 3] Exception detected", nullptr, -1, -2, 3, -2, nullptr, nullptr,
+            -2, true, 3},
         Case{"glog", "I0228 14:05:56.114109 1619334 ProcessGroupNCCL.cpp:484] [Rank 3] found async exception",
              Family::kTorch, "[Rank 3] found async exception", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true, 3},
-        Case{"elastic_glog", "E0731 10:50:08.043000 3247964 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1 (pid: 3248030) of binary: /usr/bin/python",
+        Case{"elastic_glog",
+             "E0731 10:50:08.043000 3247964 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+             "local_rank: 1 (pid: 3248030) of binary: /usr/bin/python",
              Family::kElastic, "failed (exitcode: 1) local_rank: 1 (pid: 3248030) of binary: /usr/bin/python"},
-        Case{"elastic_stdlib", "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 518 closing signal SIGTERM",
+        Case{"elastic_stdlib",
+             "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 518 closing signal SIGTERM",
              Family::kElastic, "Sending process 518 closing signal SIGTERM"},
-        Case{"elastic_21", "[2024-07-25 06:36:18,293] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 179 closing signal SIGTERM",
+        Case{"elastic_21",
+             "[2024-07-25 06:36:18,293] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 179 "
+             "closing signal SIGTERM",
              Family::kElastic, "Sending process 179 closing signal SIGTERM"},
         Case{"elastic_table", "  exitcode  : -6 (pid: 3437)", Family::kElastic, "  exitcode  : -6 (pid: 3437)"},
-        Case{"traceback", "[rank2]: torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
-             Family::kTorch, "torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
-             nullptr, -1, -2, 2},
-        Case{"app_output", "step 1200 | loss 2.3141 | lr 3.0e-04", Family::kOther, "step 1200 | loss 2.3141 | lr 3.0e-04"},
+        Case{"traceback",
+             "[rank2]: torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
+             Family::kTorch,
+             "torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error", nullptr, -1,
+             -2, 2},
+        Case{"app_output", "step 1200 | loss 2.3141 | lr 3.0e-04", Family::kOther,
+             "step 1200 | loss 2.3141 | lr 3.0e-04"},
         // Outer wrappers.
         Case{"grep_H_n", std::string("logs/rank3.log:1207:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17",
              48213, 3, -2, -2, nullptr, "logs/rank3.log", 1207},
-        Case{"grep_H", std::string("logs/rank3.log:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213,
-             3, -2, -2, nullptr, "logs/rank3.log"},
+        Case{"grep_H", std::string("logs/rank3.log:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3,
+             -2, -2, nullptr, "logs/rank3.log"},
         Case{"grep_n", std::string("1207:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2,
              nullptr, nullptr, 1207},
-        Case{"grep_context", std::string("logs/rank3.log-1208-") + kInfo, Family::kNccl, "Using network IB",
-             "gpu-a17", 48213, 3, -2, -2, nullptr, "logs/rank3.log", 1208},
+        Case{"grep_context", std::string("logs/rank3.log-1208-") + kInfo, Family::kNccl, "Using network IB", "gpu-a17",
+             48213, 3, -2, -2, nullptr, "logs/rank3.log", 1208},
         Case{"srun", std::string(" 3: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, 3},
         Case{"srun_het", std::string("P1 12: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, 12},
         Case{"mpi", std::string("[1,3]<stdout>:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, 3},
-        Case{"mpi_sagemaker", std::string("[1,mpirank:5,algo-1]<stdout>:") + kInfo, Family::kNccl,
-             "Using network IB", nullptr, -1, -2, 5},
+        Case{"mpi_sagemaker", std::string("[1,mpirank:5,algo-1]<stdout>:") + kInfo, Family::kNccl, "Using network IB",
+             nullptr, -1, -2, 5},
         Case{"mpi_ctime", std::string("Thu Jan 23 11:55:50 2025[1,1]<stderr>:") + kInfo, Family::kNccl,
              "Using network IB", nullptr, -1, -2, 1, -2, nullptr, nullptr, -2, true},
-        Case{"torchrun", std::string("[default3]:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2,
-             -2, 3},
-        Case{"torchrun_rank", "[default3]:[rank11]:[E1122 10:15:32.123456 ProcessGroupNCCL.cpp:616] [Rank 11] Watchdog caught",
+        Case{"torchrun", std::string("[default3]:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2,
+             3},
+        Case{"torchrun_rank",
+             "[default3]:[rank11]:[E1122 10:15:32.123456 ProcessGroupNCCL.cpp:616] [Rank 11] Watchdog caught",
              Family::kTorch, "[Rank 11] Watchdog caught", nullptr, -1, -2, 11, 3},
         Case{"pdsh", std::string("gpu-b03: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2,
              "gpu-b03"},
-        Case{"ray", "(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught",
+        Case{"ray",
+             "(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606233339 "
+             "ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught",
              Family::kTorch, "[Rank 3] Watchdog caught", nullptr, -1, -2, 3, -2, "10.175.94.190"},
         Case{"ray_nested", std::string("(pid=123) (Worker pid=456) ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17"},
         Case{"iso_shipper", std::string("2024-11-22T10:15:32.123Z ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, -2, -2, nullptr, nullptr, -2, true},
-        Case{"syslog", std::string("Nov 22 10:15:32 gpu-a17 python[123]: ") + kInfo, Family::kNccl,
-             "Using network IB", "gpu-a17", -1, -2, -2, -2, "gpu-a17", nullptr, -2, true},
-        Case{"cri", std::string("2024-11-22T10:15:32.123456789Z stdout F ") + kInfo, Family::kNccl,
-             "Using network IB", "gpu-a17"},
+        Case{"syslog", std::string("Nov 22 10:15:32 gpu-a17 python[123]: ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", -1, -2, -2, -2, "gpu-a17", nullptr, -2, true},
+        Case{"cri", std::string("2024-11-22T10:15:32.123456789Z stdout F ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17"},
         Case{"kubectl", std::string("[pod/trainer-worker-3/pytorch] ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, -2, -2, "trainer-worker-3"},
         Case{"kubectl_ts", std::string("[pod/trainer-worker-3/pytorch] 2024-11-22T10:15:32.123456789Z ") + kInfo,
              Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2, "trainer-worker-3", nullptr, -2, true},
-        Case{"docker", R"({"log":"gpu-a17:48213:48290 [3] NCCL INFO Using network IB\n","stream":"stdout","time":"2024-11-22T10:15:32.123456789Z"})",
-             Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2, nullptr, nullptr, -2, true},
-        Case{"docker_escaped", R"({"log":"[rank1]:[E ProcessGroupNCCL.cpp:1] \"quoted\" \u001b[31mred\u001b[0m\n","stream":"stderr"})",
+        Case{
+            "docker",
+            R"({"log":"gpu-a17:48213:48290 [3] NCCL INFO Using network IB\n","stream":"stdout","time":"2024-11-22T10:15:32.123456789Z"})",
+            Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2, nullptr, nullptr, -2, true},
+        Case{"docker_escaped",
+             R"({"log":"[rank1]:[E ProcessGroupNCCL.cpp:1] \"quoted\" \u001b[31mred\u001b[0m\n","stream":"stderr"})",
              Family::kTorch, "\"quoted\" red", nullptr, -1, -2, 1},
         Case{"ansi", std::string("\x1b[36m") + kInfo + "\x1b[0m", Family::kNccl, "Using network IB", "gpu-a17"},
         Case{"ansi_lost_esc", std::string("[36m(RayWorkerWrapper pid=1, ip=10.0.0.1)[0m ") + kInfo, Family::kNccl,
@@ -182,14 +207,13 @@ TEST(LineParser, CrashHandlerPrefixNamesTheProcess) {
     const char* host;
     int64_t pid;
   };
-  for (const Case& c : {Case{"[gpu-7:4242:0:4299] Caught signal 11 (Segmentation fault: address not mapped)", "gpu-7", 4242},
-                        Case{"[node11:265  :0:4597] Caught signal 11 (Segmentation fault)", "node11", 265},
-                        Case{"[c11n14.cluster:2435872] *** Process received signal ***", "c11n14.cluster", 2435872},
-                        Case{"[rank3]: Traceback (most recent call last):", "", -1},
-                        Case{"[12:34] step 5", "", -1},
-                        Case{"[12:34:56] step 5", "", -1},
-                        Case{"[host:12:3] no tid close", "", -1},
-                        Case{"[2024-01-01 10:00:00] INFO x", "", -1}}) {
+  for (const Case& c :
+       {Case{"[gpu-7:4242:0:4299] Caught signal 11 (Segmentation fault: address not mapped)", "gpu-7", 4242},
+        Case{"[node11:265  :0:4597] Caught signal 11 (Segmentation fault)", "node11", 265},
+        Case{"[c11n14.cluster:2435872] *** Process received signal ***", "c11n14.cluster", 2435872},
+        Case{"[rank3]: Traceback (most recent call last):", "", -1}, Case{"[12:34] step 5", "", -1},
+        Case{"[12:34:56] step 5", "", -1}, Case{"[host:12:3] no tid close", "", -1},
+        Case{"[2024-01-01 10:00:00] INFO x", "", -1}}) {
     LineParser parser;
     Arena arena;
     ParsedLine pl;
@@ -243,11 +267,12 @@ TEST(LineParser, AnotherRanksLineGluedAfterAProgressBarIsAPieceOfItsOwn) {
   LineParser parser;
   Arena arena;
   std::vector<std::pair<int, std::string>> pieces;
-  parser.ParseEach("[default0]:Grouping texts:   8%| 726000/9672101 [02:32<30:38, 4866.01 examples/s][default2]:[E "
-                   "ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
-                   "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600888 "
-                   "milliseconds before timing out.",
-                   &arena, [&](ParsedLine& pl, int) { pieces.emplace_back(pl.local_rank_hint, std::string(pl.text)); });
+  parser.ParseEach(
+      "[default0]:Grouping texts:   8%| 726000/9672101 [02:32<30:38, 4866.01 examples/s][default2]:[E "
+      "ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600888 "
+      "milliseconds before timing out.",
+      &arena, [&](ParsedLine& pl, int) { pieces.emplace_back(pl.local_rank_hint, std::string(pl.text)); });
   ASSERT_EQ(pieces.size(), 2u);
   EXPECT_EQ(pieces[0].first, 0);
   EXPECT_EQ(pieces[1].first, 2);
@@ -359,7 +384,12 @@ TEST(LineParser, RepeatedHeaderAgreesWithFreshParse) {
       h + std::string(20, '\x02') + "mostly binary",
       // A header with control bytes, which only an unescaped docker line can
       // have clean: ten of them in a 30-byte line make it binary.
-      "{\"log\":\"" + [] { std::string u; for (int i = 0; i < 10; ++i) u += "\\u0001"; return u; }() +
+      "{\"log\":\"" +
+          [] {
+            std::string u;
+            for (int i = 0; i < 10; ++i) u += "\\u0001";
+            return u;
+          }() +
           ":1:1 [0] NCCL INFO x\\n\",\"stream\":\"stderr\"}",
       std::string(10, '\x01') + ":1:1 [0] NCCL INFO x",
       h + std::string(300, 'a') + "\x01late control",
@@ -407,8 +437,8 @@ TEST(TextUtil, FormatSecondsOfYearInvertsSecondsOfYear) {
     int month, day, hour, minute;
     double second;
     const char* text;
-  } cases[] = {{1, 1, 0, 0, 0, "01-01 00:00:00.000"},     {1, 31, 23, 59, 59.5, "01-31 23:59:59.500"},
-               {2, 28, 12, 0, 1.25, "02-28 12:00:01.250"},  {3, 1, 0, 0, 0, "03-01 00:00:00.000"},
+  } cases[] = {{1, 1, 0, 0, 0, "01-01 00:00:00.000"},          {1, 31, 23, 59, 59.5, "01-31 23:59:59.500"},
+               {2, 28, 12, 0, 1.25, "02-28 12:00:01.250"},     {3, 1, 0, 0, 0, "03-01 00:00:00.000"},
                {11, 22, 10, 15, 32.123, "11-22 10:15:32.123"}, {12, 31, 23, 59, 59.999, "12-31 23:59:59.999"}};
   for (const Case& c : cases) {
     EXPECT_EQ(FormatSecondsOfYear(SecondsOfYear(c.month, c.day, c.hour, c.minute, c.second)), c.text) << c.text;
@@ -485,8 +515,10 @@ TEST(Wrappers, ScanBytesAgreesWithReference) {
     size_t n = rng() % 300;
     static const char* kKeywordParts[] = {"NCCL ", "NCCL", "NCC", "NCCLx", " NCCL "};
     while (s.size() < n) {
-      if (rng() % 40 == 0) s += kKeywordParts[rng() % 5];
-      else s += alphabet[rng() % alphabet.size()];
+      if (rng() % 40 == 0)
+        s += kKeywordParts[rng() % 5];
+      else
+        s += alphabet[rng() % alphabet.size()];
     }
     ByteScan a = ScanBytes(s), b = ScanBytesReference(s);
     ASSERT_EQ(a.nul, b.nul) << round;

@@ -60,8 +60,10 @@ TEST(LiteralMatcher, AgreesWithNaiveSearch) {
       std::string text;
       int len = static_cast<int>(rng() % 60);
       while (static_cast<int>(text.size()) < len) {
-        if (rng() % 3 == 0) text += atoms[rng() % atoms.size()];
-        else text += alphabet[rng() % alphabet.size()];
+        if (rng() % 3 == 0)
+          text += atoms[rng() % atoms.size()];
+        else
+          text += alphabet[rng() % alphabet.size()];
       }
       ASSERT_EQ(Fast(m, text), Naive(atoms, text)) << "text '" << text << "'";
     }
@@ -109,8 +111,9 @@ TEST(LiteralMatcher, AgreesWithNaiveSearchOnManyAtoms) {
 // first and last bytes, both sample alignments (stride 2) and the zero-padded
 // tail of each length. The filler shares letters with the atoms.
 TEST(LiteralMatcher, FindsAtomsAtEveryOffset) {
-  const std::vector<std::string> atoms = {"a", "ab", "nccl", "device", "device ", "net/ib", "opcount",
-                                          ": opcount ", "using network ", "cuda failure '", "x"};
+  const std::vector<std::string> atoms = {"a",      "ab",      "nccl",       "device",         "device ",
+                                          "net/ib", "opcount", ": opcount ", "using network ", "cuda failure '",
+                                          "x"};
   LiteralMatcher m;
   for (const auto& a : atoms) m.Add(a);
   m.Build();

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "engine/run/analyze.h"
 #include "engine/reports/report.h"
+#include "engine/run/analyze.h"
 #include "parsers/line_parser.h"
 #include "parsers/path_hints.h"
 #include "parsers/text_util.h"

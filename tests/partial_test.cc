@@ -12,8 +12,8 @@
 #include <map>
 #include <set>
 
-#include "engine/reports/report.h"
 #include "engine/io/source.h"
+#include "engine/reports/report.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {
@@ -196,10 +196,11 @@ TEST(Partial, ProcessSplitOverTwoPartialsKeepsScanOrder) {
                                   "h1:10:11 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
                                   "h1:10:11 [0] NCCL INFO NET/IB : No device found.\n"
                                   "h1:10:11 [0] NCCL INFO Channel 00/02 :    0   1\n");
-  const std::string b = tmp.Write("b/stderr.log",
-                                  "h1:10:11 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n"
-                                  "h1:10:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
-                                  "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
+  const std::string b =
+      tmp.Write("b/stderr.log",
+                "h1:10:11 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n"
+                "h1:10:11 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
   const std::string want = ScanJson({a, b});
   ASSERT_NE(want.find("2.19.3"), std::string::npos);
   for (bool reversed : {false, true}) {
@@ -215,8 +216,9 @@ class BadPartial : public ::testing::Test {
     std::vector<std::string> errors;
     size_t inputs = 0;
     std::string err;
-    log_ = tmp_.Write("rank0.log", "h1:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
-                                    "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
+    log_ = tmp_.Write("rank0.log",
+                      "h1:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+                      "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
     good_ = tmp_.path() + "/good.part";
     ASSERT_TRUE(WritePartialScan(BuiltInRules(), {log_}, ScanOptions{}, good_, &errors, &inputs, &err)) << err;
     std::ifstream in(good_, std::ios::binary);
@@ -256,8 +258,9 @@ TEST_F(BadPartial, CorruptByteIsCaughtByTheChecksum) {
 TEST_F(BadPartial, OtherVersion) {
   std::string b = bytes_;
   b[17] = 9;  // the version varint after the 17-byte magic
-  EXPECT_EQ(MergeError(b), tmp_.path() +
-                               "/bad.part: partial format version 9, this ncclscan reads version " + std::to_string(kPartialVersion) + "; write the "
+  EXPECT_EQ(MergeError(b), tmp_.path() + "/bad.part: partial format version 9, this ncclscan reads version " +
+                               std::to_string(kPartialVersion) +
+                               "; write the "
                                "partials and merge them with the same release");
 }
 
@@ -309,9 +312,11 @@ TEST_F(BadPartial, OtherRules) {
 // a clean false, never a crash or a wild allocation (ASan runs this too).
 TEST(Partial, DecoderSurvivesDamagedState) {
   TempDir tmp;
-  const std::string log = tmp.Write("r.log", "h1:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
-                                             "h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0\n"
-                                             "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
+  const std::string log =
+      tmp.Write("r.log",
+                "h1:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+                "h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0\n"
+                "h1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n");
   JobState st(&BuiltInRules());
   Scanner(&BuiltInRules(), ScanOptions{}).Scan(std::vector<std::string>{log}, &st, [](const std::string&) {});
   WireWriter w;

@@ -8,8 +8,8 @@
 
 #include <sstream>
 
-#include "engine/run/analyze.h"
 #include "engine/reports/markdown_escape.h"
+#include "engine/run/analyze.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"

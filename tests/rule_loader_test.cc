@@ -35,11 +35,17 @@ std::string Rule(const std::string& id, const std::string& pattern, const std::s
          "    title: t\n"
          "    category: transport\n"
          "    family: nccl\n"
-         "    pattern: '" + pattern + "'\n"
-         "    facts: {network: \"{network}\"}\n" + extra +
+         "    pattern: '" +
+         pattern +
+         "'\n"
+         "    facts: {network: \"{network}\"}\n" +
+         extra +
          "    examples:\n"
-         "      match: [\"" + match + "\"]\n"
-         "      no_match: [\"" + no_match + "\"]\n";
+         "      match: [\"" +
+         match +
+         "\"]\n"
+         "      no_match: [\"" +
+         no_match + "\"]\n";
 }
 
 TEST(RuleLoader, AcceptsAValidRule) {
@@ -50,8 +56,8 @@ TEST(RuleLoader, AcceptsAValidRule) {
 }
 
 TEST(RuleLoader, RejectsUnknownKey) {
-  std::string text = std::string(kFacts) + "rules:\n" +
-                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");
+  std::string text =
+      std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");
   EXPECT_EQ(Load(text),
             "t.yaml:12:5: error: unknown key 'titel' in rule [E-UNKNOWN-KEY]\n"
             "        titel: oops\n"
@@ -108,8 +114,8 @@ TEST(RuleLoader, FallbackRuleSpeaksOnlyWhereNoFindingMatched) {
 }
 
 TEST(RuleLoader, FallbackRuleNeedsLevelAndFinding) {
-  std::string text = std::string(kFacts) + "rules:\n" +
-                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    fallback: true\n");
+  std::string text =
+      std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    fallback: true\n");
   EXPECT_EQ(Load(text),
             "t.yaml:12:15: error: fallback rule NET-A needs a 'level' [E-MISSING-KEY]\n"
             "        fallback: true\n"
@@ -121,8 +127,8 @@ TEST(RuleLoader, FallbackRuleNeedsLevelAndFinding) {
 }
 
 TEST(RuleLoader, RejectsUnknownLevel) {
-  std::string text = std::string(kFacts) + "rules:\n" +
-                     Rule("NET-A", R"(Using network (?P<network>\S+))", "    level: [WARNING]\n");
+  std::string text =
+      std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    level: [WARNING]\n");
   EXPECT_EQ(Load(text),
             "t.yaml:12:13: error: unknown level 'WARNING' [E-BAD-VALUE]\n"
             "        level: [WARNING]\n"
@@ -199,8 +205,9 @@ TEST(RuleLoader, RejectsUnknownFactAndReportsAllProblems) {
 }
 
 TEST(RuleLoader, RejectsPatternWithoutLiteral) {
-  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"((?P<network>\w+) \d+)", "",
-                                                            "n1:1:1 [0] NCCL INFO abc 12", "n1:1:1 [0] NCCL INFO -");
+  std::string text =
+      std::string(kFacts) + "rules:\n" +
+      Rule("NET-A", R"((?P<network>\w+) \d+)", "", "n1:1:1 [0] NCCL INFO abc 12", "n1:1:1 [0] NCCL INFO -");
   EXPECT_NE(Load(text).find("[E-RULE-NO-LITERAL]"), std::string::npos);
 }
 
@@ -242,8 +249,8 @@ TEST(RuleLoader, LaterLayerOverridesRule) {
   loader.AddSource("a.yaml", std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))"));
   loader.BeginLayer();
   loader.AddSource("b.yaml", "rules:\n" + Rule("NET-A", R"(Using network (?P<network>IB))", "",
-                                                 "n1:1:1 [0] NCCL INFO Using network IB",
-                                                 "n1:1:1 [0] NCCL INFO Not using network IB"));
+                                               "n1:1:1 [0] NCCL INFO Using network IB",
+                                               "n1:1:1 [0] NCCL INFO Not using network IB"));
   std::vector<Diagnostic> diags;
   auto set = loader.Build(&diags);
   ASSERT_TRUE(set) << (diags.empty() ? "" : diags[0].message);
@@ -265,8 +272,7 @@ std::string Condition(const std::string& where, const std::string& extra = "") {
          "    category: env\n"
          "    kind: condition\n"
          "    where:\n" +
-         where + extra +
-         "    finding: {severity: warning, explanation: x}\n";
+         where + extra + "    finding: {severity: warning, explanation: x}\n";
 }
 
 TEST(RuleLoader, AcceptsNumericAndKeyedConditions) {
@@ -340,8 +346,9 @@ TEST(RuleLoader, UnknownWordsOfTheVocabularyAreErrorsWithTheirPlace) {
   EXPECT_NE(category.find("t.yaml:8:15: error: unknown category 'network' [E-BAD-VALUE]"), std::string::npos)
       << category;
   EXPECT_EQ(category.find("needs a 'category'"), std::string::npos) << category;  // one error, not two
-  const std::string owner = Load(Correlation("    kind: missing_ranks\n").replace(
-      Correlation("    kind: missing_ranks\n").find("finding: {"), 10, "finding: {owner: network, "));
+  const std::string owner =
+      Load(Correlation("    kind: missing_ranks\n")
+               .replace(Correlation("    kind: missing_ranks\n").find("finding: {"), 10, "finding: {owner: network, "));
   EXPECT_NE(owner.find("unknown owner 'network'"), std::string::npos) << owner;
   EXPECT_NE(owner.find("help: use one of: fabric, gpu-hardware, node-config, application, launcher, library"),
             std::string::npos);
@@ -413,11 +420,11 @@ TEST(RuleLoader, EnabledFalseKeepsTheRuleOutOfTheSetButChecksIt) {
                     Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: false\n",
                          "n1:1:1 [0] NCCL INFO Using network Socket");
   EXPECT_NE(Load(bad).find("rule NET-B does not match its example [E-SAMPLE-NO-MATCH]"), std::string::npos);
-  EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
-                 Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: no\n")),
-            "t.yaml:12:14: error: enabled must be true or false [E-BAD-VALUE]\n"
-            "        enabled: no\n"
-            "                 ^\n");
+  EXPECT_EQ(
+      Load(std::string(kFacts) + "rules:\n" + Rule("NET-B", R"(Using network (?P<network>IB))", "    enabled: no\n")),
+      "t.yaml:12:14: error: enabled must be true or false [E-BAD-VALUE]\n"
+      "        enabled: no\n"
+      "                 ^\n");
 }
 
 TEST(RuleLoader, DisableListTurnsOffRulesOfEarlierLayers) {
@@ -511,8 +518,7 @@ TEST(RuleLoader, RejectsExplainsOfAnUnknownRule) {
 }
 
 TEST(RuleLoader, RejectsUnknownFactWithHelp) {
-  std::string text = std::string(kFacts) + "rules:\n" +
-                     Rule("NET-A", R"(Using network (?P<network>\S+))");
+  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))");
   text.replace(text.find("facts: {network:"), 16, "facts: {netwrk:");
   EXPECT_EQ(Load(text),
             "t.yaml:11:13: error: unknown fact 'netwrk' [E-UNKNOWN-FACT]\n"
@@ -526,8 +532,9 @@ TEST(RuleLoader, RejectsUnknownFactWithHelp) {
 }
 
 TEST(RuleLoader, RejectsPatternWithoutLiteralWithHelp) {
-  std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"((?P<network>\w+) \d+)", "",
-                                                            "n1:1:1 [0] NCCL INFO abc 12", "n1:1:1 [0] NCCL INFO -");
+  std::string text =
+      std::string(kFacts) + "rules:\n" +
+      Rule("NET-A", R"((?P<network>\w+) \d+)", "", "n1:1:1 [0] NCCL INFO abc 12", "n1:1:1 [0] NCCL INFO -");
   EXPECT_EQ(Load(text),
             "t.yaml:10:14: error: pattern of rule NET-A has no literal of 3 or more characters to prefilter on "
             "[E-RULE-NO-LITERAL]\n"
@@ -593,7 +600,8 @@ TEST(RuleLoader, RejectsEngineFactOfAnotherShape) {
                  "    keyed: true\n"
                  "    key: pg\n"),
             "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm) for the extreme "
-            "correlation's cut-off-rank test and the run's story; this declaration differs: merge max, not last, key: comm, not key: pg "
+            "correlation's cut-off-rank test and the run's story; this declaration differs: merge max, not last, key: "
+            "comm, not key: pg "
             "[E-ENGINE-FACT]\n"
             "      - name: last_opcount\n"
             "              ^\n"
@@ -637,7 +645,8 @@ TEST(RuleLoader, RenamingAnEngineFactFailsTheLoad) {
   RuleLoader loader;
   loader.RequireEngineFacts();
   loader.set_check_examples(false);
-  for (int k = 0; k < kNumEmbeddedRuleFiles; ++k) loader.AddSource(kEmbeddedRuleFiles[k].name, kEmbeddedRuleFiles[k].text);
+  for (int k = 0; k < kNumEmbeddedRuleFiles; ++k)
+    loader.AddSource(kEmbeddedRuleFiles[k].name, kEmbeddedRuleFiles[k].text);
   std::vector<Diagnostic> diags;
   EXPECT_TRUE(loader.Build(&diags)) << (diags.empty() ? "" : diags[0].message);
 }

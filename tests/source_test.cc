@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/run/analyze.h"
 #include "engine/reports/report.h"
+#include "engine/run/analyze.h"
 #include "rules/rule_loader.h"
 #include "tests/test_util.h"
 
@@ -567,8 +567,8 @@ TEST(Source, SkippedInputsAreInTheJson) {
   WriteJobNotes(dir, "");
   Analysis a = Analyze(Rules(), {dir.path()}, ScanOptions());
   std::string json = RenderJson(*a.state, a.diagnosis);
-  EXPECT_NE(json.find("\"skipped\":{\"not_a_log\":3,\"binary\":0,\"duplicate\":0,\"hidden\":0,\"paths\":[{\"path\":\"" + dir.path() +
-                      "/README.md\",\"reason\":\"not_a_log\"}"),
+  EXPECT_NE(json.find("\"skipped\":{\"not_a_log\":3,\"binary\":0,\"duplicate\":0,\"hidden\":0,\"paths\":[{\"path\":\"" +
+                      dir.path() + "/README.md\",\"reason\":\"not_a_log\"}"),
             std::string::npos)
       << json;
 }

@@ -326,7 +326,8 @@ TEST(TraceReport, NonFiniteNumbersFromADumpStayValidJson) {
   r0.rank = 0;
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   r0.dump.entries = {Entry(1, "completed", kBase, kBase + kStep), Entry(2, "completed", kBase, kBase + kStep),
-                     Entry(3, "completed", kBase, inf), Entry(4, "completed", nan, kBase), Entry(5, "completed", 1e300, kBase)};
+                     Entry(3, "completed", kBase, inf), Entry(4, "completed", nan, kBase),
+                     Entry(5, "completed", 1e300, kBase)};
   r0.dump.entries[0].duration_ms = inf;
   r0.dump.entries[1].duration_ms = nan;
   st.AddFlightRecorder(r0);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/analyze.h"
 #include "engine/reports/report.h"
+#include "engine/run/analyze.h"
 #include "tests/test_util.h"
 
 namespace ncclscan {
@@ -25,8 +25,9 @@ std::string InitLines(int rank, int nranks, bool complete) {
   s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
                       " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
                       " nvmlDev 0 busId 1b000 commId 0xabc - Init START");
-  s += Nccl(rank, "Channel 00/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
-                      std::to_string((rank + 1) % nranks) + "[" + std::to_string((rank + 1) % nranks) + "] via P2P/IPC");
+  s +=
+      Nccl(rank, "Channel 00/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
+                     std::to_string((rank + 1) % nranks) + "[" + std::to_string((rank + 1) % nranks) + "] via P2P/IPC");
   if (complete) {
     s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
                         " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
@@ -58,7 +59,7 @@ struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
   const char* status;
-  const char* primary;  // "" for none
+  const char* primary;   // "" for none
   const char* suspects;  // compact ranks of the primary's suspects
 };
 
@@ -74,7 +75,8 @@ TEST_P(Verdict, StatusAndPrimary) {
   const Row& row = GetParam();
   TempDir dir;
   std::vector<std::string> paths;
-  for (size_t i = 0; i < row.files.size(); ++i) paths.push_back(dir.Write("r" + std::to_string(i) + ".log", row.files[i]));
+  for (size_t i = 0; i < row.files.size(); ++i)
+    paths.push_back(dir.Write("r" + std::to_string(i) + ".log", row.files[i]));
   ScanOptions opts;
   opts.jobs = 1;
   Analysis a = Analyze(BuiltInRules(), paths, opts);
@@ -86,7 +88,8 @@ TEST_P(Verdict, StatusAndPrimary) {
   }
 }
 
-const std::string kSegv = "[node-a:102:0:102] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n";
+const std::string kSegv =
+    "[node-a:102:0:102] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Table, Verdict,
@@ -96,7 +99,11 @@ INSTANTIATE_TEST_SUITE_P(
         // One rank of two completed init and nothing else is known: no evidence of health.
         Row{"half_initialised", {InitLines(0, 2, true)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
         // Every log stops inside init with no error: the run did not finish.
-        Row{"stopped_in_init", {InitLines(0, 2, false), InitLines(1, 2, false)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
+        Row{"stopped_in_init",
+            {InitLines(0, 2, false), InitLines(1, 2, false)},
+            "incomplete",
+            "RUN-STOPPED-IN-INIT",
+            ""},
         // Ranks 1-3 time out in a one-element collective and rank 0 says nothing;
         // no world size is printed: rank 0 is inferred (ranks count from 0) and
         // leads, as the culprit, above the victims' timeouts; the run hung.
@@ -107,43 +114,70 @@ INSTANTIATE_TEST_SUITE_P(
             {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2) +
              "[rank1]: node-a:101:130 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote "
              "peer 10.9.9.9<51159>\n"},
-            "hung", "CONSENSUS-NEVER-JOINED", "0"},
-        // One reporter alone says nothing about the ranks whose logs are absent.
-        Row{"one_reporter", {Timeout(3, 2)}, "hung", "TORCH-WATCHDOG-TIMEOUT", ""},
+            "hung",
+            "CONSENSUS-NEVER-JOINED",
+            "0"},
+        // One reporter alone says nothing by elimination about the ranks whose
+        // logs are absent; but rank 0, silent, is named from its role (one-process
+        // work runs there): CONSENSUS-RANK0-ALONE.
+        Row{"one_reporter", {Timeout(3, 2)}, "hung", "CONSENSUS-RANK0-ALONE", "0"},
+        // Several silent ranks besides rank 0: elimination alone would name them
+        // all; rank 0's role names it alone.
+        Row{"silent_rank0_and_others",
+            {Timeout(2, 2) + Timeout(5, 2) + Timeout(6, 2) + Timeout(7, 2)},
+            "hung",
+            "CONSENSUS-RANK0-ALONE",
+            "0"},
         // A segfault on rank 2 before the others time out: crashed, and the
         // crash leads (critical, root) over the victims' timeouts.
-        Row{"segfault", {InitLines(0, 3, true) + InitLines(1, 3, true) + InitLines(2, 3, true) + kSegv + Timeout(0, 7) +
-                             Timeout(1, 7)},
-            "crashed", "CRASH-SIGNAL-CAUGHT", "2"},
+        Row{"segfault",
+            {InitLines(0, 3, true) + InitLines(1, 3, true) + InitLines(2, 3, true) + kSegv + Timeout(0, 7) +
+             Timeout(1, 7)},
+            "crashed",
+            "CRASH-SIGNAL-CAUGHT",
+            "2"},
         // A crash alone, in init: crashed, not incomplete.
-        Row{"segfault_in_init", {InitLines(0, 2, false) + InitLines(1, 2, false) + kSegv}, "crashed",
-            "CRASH-SIGNAL-CAUGHT", ""},
+        Row{"segfault_in_init",
+            {InitLines(0, 2, false) + InitLines(1, 2, false) + kSegv},
+            "crashed",
+            "CRASH-SIGNAL-CAUGHT",
+            ""},
         // The watchdog seen only as C++ frames: a timeout, the run hung.
         Row{"watchdog_frames",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "Exception raised from checkTimeout at /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616 "
              "(most recent call first):\n"},
-            "hung", "TORCH-WATCHDOG-FRAMES", ""},
+            "hung",
+            "TORCH-WATCHDOG-FRAMES",
+            ""},
         // The OOM killer (Slurm's words) while the others time out: crashed.
         Row{"oom_killed",
             {InitLines(0, 2, true) + InitLines(1, 2, true) + "srun: error: gpu-node-7: task 1: Out Of Memory\n" +
              Timeout(0, 9)},
-            "crashed", "CRASH-OOM-KILLED", ""},
+            "crashed",
+            "CRASH-OOM-KILLED",
+            ""},
         // Local ranks closing their proxy connections at the end of a healthy
         // run: NCCL's INFO at every teardown, context only.
         Row{"service_thread_closed_at_teardown",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "node-a:100:120 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n"},
-            "ok", "", ""},
+            "ok",
+            "",
+            ""},
         // A second communicator's init starts on every rank and completes on
         // none: the run is inside init although the first one completed.
         Row{"second_comm_init_open",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
-             Nccl(0, "ncclCommInitRank comm 0x77 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xdef - Init "
-                     "START") +
-             Nccl(1, "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 1c000 commId 0xdef - Init "
-                     "START")},
-            "incomplete", "RUN-STOPPED-IN-INIT", ""},
+             Nccl(0,
+                  "ncclCommInitRank comm 0x77 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xdef - Init "
+                  "START") +
+             Nccl(1,
+                  "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 1c000 commId 0xdef - Init "
+                  "START")},
+            "incomplete",
+            "RUN-STOPPED-IN-INIT",
+            ""},
         // One rank reports its peer closed the connection; the peer is another
         // host of this job: the peer is the suspect, the reporter a victim.
         Row{"closed_by_peer_host",
@@ -151,56 +185,73 @@ INSTANTIATE_TEST_SUITE_P(
                  "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
                  "node-b<51159>\n",
              "node-b:101:101 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"},
-            "fail", "PEER-CLOSED-STORM", "1"},
+            "fail",
+            "PEER-CLOSED-STORM",
+            "1"},
         // ... but during init an address no process of the job owns names no
         // one: it may be a foreign connection to the bootstrap port (nccl#1612).
         Row{"closed_by_foreign_address_in_init",
             {InitLines(0, 2, false) + InitLines(1, 2, false) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "10.9.9.9<51159>\n"},
-            "fail", "NCCL-CONN-CLOSED", ""},
+            "fail",
+            "NCCL-CONN-CLOSED",
+            ""},
         // After Init COMPLETE the connection was the running job's: its far end
         // is the suspect host even though its logs were not collected.
         Row{"closed_by_uncollected_peer_while_running",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "10.9.9.9<51159>\n"},
-            "fail", "PEER-CLOSED-STORM", ""},
+            "fail",
+            "PEER-CLOSED-STORM",
+            ""},
         // nccl-tests: banner and Init COMPLETE, no result: stopped in the first collective.
         Row{"nccltests_no_result",
             {"#  Rank  0 Group  0 Pid    100 on     node-a device  0 [0x1b] NVIDIA H100\n"
              "#  Rank  1 Group  0 Pid    101 on     node-a device  1 [0x2c] NVIDIA H100\n" +
              InitLines(0, 2, true) + InitLines(1, 2, true)},
-            "incomplete", "RUN-STOPPED-IN-INIT", ""},
+            "incomplete",
+            "RUN-STOPPED-IN-INIT",
+            ""},
         // ... and with its results, a healthy run.
         Row{"nccltests_results",
             {"#  Rank  0 Group  0 Pid    100 on     node-a device  0 [0x1b] NVIDIA H100\n" + InitLines(0, 2, true) +
              InitLines(1, 2, true) +
              "     8388608       2097152     float     sum      -1    245.1   34.22   64.17      0    243.9   34.39   "
              "64.48      0\n# Avg bus bandwidth    : 64.3\n"},
-            "ok", "", ""},
+            "ok",
+            "",
+            ""},
         // Collectives traced on every rank, then the logs stop: no end of the run shown.
         Row{"stopped_in_collectives",
             {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1), InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
-            "incomplete", "RUN-STOPPED-IN-COLLECTIVES", ""},
+            "incomplete",
+            "RUN-STOPPED-IN-COLLECTIVES",
+            ""},
         // ... the same with the communicators destroyed: a run that ended.
         Row{"collectives_then_destroy",
             {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) + Destroy(0),
              InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1) + Destroy(1)},
-            "ok", "", ""},
+            "ok",
+            "",
+            ""},
         // ... or with PyTorch's warning at program exit.
         Row{"collectives_then_program_exit",
             {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) +
                  "[rank0]:[W205 18:00:34.953145631 ProcessGroupNCCL.cpp:1538] Warning: WARNING: "
                  "destroy_process_group() was not called before program exit, which can leak resources.\n",
              InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
-            "ok", "", ""},
+            "ok",
+            "",
+            ""},
         // ... but a watchdog timeout is the run's story, not the logs' end.
         Row{"collectives_then_timeout",
             {InitLines(0, 2, true) + Coll(0, 0) + Timeout(0, 1), InitLines(1, 2, true) + Coll(1, 0) + Timeout(1, 1)},
-            "hung", "TORCH-WATCHDOG-TIMEOUT", ""}),
+            "hung",
+            "TORCH-WATCHDOG-TIMEOUT",
+            ""}),
     [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
-
 
 // The far end of a connection closed while the job ran is named as a host,
 // also when no log of that host was collected; during init it is not.

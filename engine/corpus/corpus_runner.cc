@@ -1,28 +1,26 @@
 #include "engine/corpus/corpus_runner.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
+#include <re2/re2.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <memory>
 #include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <re2/re2.h>
-
-#include <iterator>
-
-#include "engine/run/analyze.h"
 #include "engine/corpus/judge.h"
 #include "engine/io/replace_file.h"
-#include "engine/reports/report.h"
 #include "engine/io/source.h"
+#include "engine/reports/report.h"
+#include "engine/run/analyze.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -86,7 +84,7 @@ std::string Basename(const std::string& p) {
 
 struct Expectation {
   std::string description;
-  bool has_primary = false;   // key present
+  bool has_primary = false;  // key present
   bool primary_null = false;
   std::string primary_rule, primary_category, primary_ranks;
   bool primary_has_ranks = false, primary_has_hosts = false;
@@ -136,8 +134,8 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
     *err = path + ": not a JSON object";
     return false;
   }
-  static const std::set<std::string_view> kKeys = {"description", "primary",       "present", "absent",
-                                                    "max_severity", "status",       "known_failure", "summary"};
+  static const std::set<std::string_view> kKeys = {"description",  "primary", "present",       "absent",
+                                                   "max_severity", "status",  "known_failure", "summary"};
   for (auto kv : root.get_object()) {
     if (!kKeys.count(kv.key)) ex->unknown_keys.emplace_back(kv.key);
   }
@@ -267,7 +265,8 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
         diffs.push_back("primary: expected rule " + ex.primary_rule + ", got " + Describe(*primary));
       }
       if (!ex.primary_category.empty() && CategoryName(primary->category) != ex.primary_category) {
-        diffs.push_back("primary: expected category " + ex.primary_category + ", got " + CategoryName(primary->category));
+        diffs.push_back("primary: expected category " + ex.primary_category + ", got " +
+                        CategoryName(primary->category));
       }
       if (ex.primary_has_ranks && CompactRanks(primary->ranks) != ex.primary_ranks) {
         diffs.push_back("primary: expected ranks " + ex.primary_ranks + ", got " + CompactRanks(primary->ranks));
@@ -316,7 +315,8 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
     if (ex.sum_has_hosts) {
       std::vector<std::string> want = ex.sum_hosts;
       std::sort(want.begin(), want.end());
-      if (got.hosts != want) diffs.push_back("summary: expected hosts " + JoinList(want) + ", got " + JoinList(got.hosts));
+      if (got.hosts != want)
+        diffs.push_back("summary: expected hosts " + JoinList(want) + ", got " + JoinList(got.hosts));
     }
     if (ex.sum_has_comms && got.communicators != ex.sum_comms) {
       diffs.push_back(fmt::format("summary: expected {} communicators, got {}", ex.sum_comms, got.communicators));
@@ -367,12 +367,12 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
         fields += std::string(fields.empty() ? "" : ", ") + "\"category\": " + Quote(CategoryName(p.category));
       }
       out += "  \"primary\": {" + fields;
-      if (old.primary_has_ranks || (new_case && !p.ranks.empty())) out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
+      if (old.primary_has_ranks || (new_case && !p.ranks.empty()))
+        out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
       if (old.primary_has_hosts || (new_case && !p.hosts.empty())) out += ", \"hosts\": " + QuotedList(p.hosts);
       out += "},\n";
       if (!new_case && !old.primary_rule.empty() && p.rule_id != old.primary_rule) {
-        notes->push_back("primary changed from " + (old.primary_null ? "null" : old.primary_rule) + " to " +
-                         p.rule_id);
+        notes->push_back("primary changed from " + (old.primary_null ? "null" : old.primary_rule) + " to " + p.rule_id);
       }
     } else {
       out += "  \"primary\": null,\n";
@@ -412,8 +412,10 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
   out += "  \"present\": [" + list + "],\n";
   std::vector<std::string> absent;
   for (const auto& p : old.absent) {
-    if (firing.count(p)) notes->push_back("absent: " + p + " now fires (removed from absent)");
-    else absent.push_back(p);
+    if (firing.count(p))
+      notes->push_back("absent: " + p + " now fires (removed from absent)");
+    else
+      absent.push_back(p);
   }
   out += "  \"absent\": " + QuotedList(absent);
   Severity worst = Severity::kInfo;
@@ -526,8 +528,10 @@ std::string GoldenJson(const std::string& dir, const Analysis& a) {
     for (; i < j.size(); ++i) {
       const char ch = j[i];
       if (in_string) {
-        if (ch == '\\') ++i;
-        else if (ch == '"') in_string = false;
+        if (ch == '\\')
+          ++i;
+        else if (ch == '"')
+          in_string = false;
       } else if (ch == '"') {
         in_string = true;
       } else if (ch == '{' || ch == '[') {
@@ -547,13 +551,19 @@ std::string GoldenJson(const std::string& dir, const Analysis& a) {
     const char ch = j[i];
     if (in_string) {
       out += ch;
-      if (ch == '\\' && i + 1 < j.size()) out += j[++i];
-      else if (ch == '"') in_string = false;
+      if (ch == '\\' && i + 1 < j.size())
+        out += j[++i];
+      else if (ch == '"')
+        in_string = false;
       continue;
     }
     switch (ch) {
-      case '"': in_string = true; out += ch; break;
-      case '{': case '[':
+      case '"':
+        in_string = true;
+        out += ch;
+        break;
+      case '{':
+      case '[':
         out += ch;
         if (i + 1 < j.size() && (j[i + 1] == '}' || j[i + 1] == ']')) {
           out += j[++i];
@@ -562,10 +572,20 @@ std::string GoldenJson(const std::string& dir, const Analysis& a) {
           newline();
         }
         break;
-      case '}': case ']': --depth; newline(); out += ch; break;
-      case ',': out += ch; newline(); break;
-      case '\n': break;
-      default: out += ch;
+      case '}':
+      case ']':
+        --depth;
+        newline();
+        out += ch;
+        break;
+      case ',':
+        out += ch;
+        newline();
+        break;
+      case '\n':
+        break;
+      default:
+        out += ch;
     }
   }
   return out + "\n";
@@ -574,8 +594,8 @@ std::string GoldenJson(const std::string& dir, const Analysis& a) {
 // --update-golden writes golden.json; otherwise a case that has one must give
 // it byte for byte (a refactor proves itself; an intended change rewrites it).
 // `counted`: the case's expected.json check already counted it (pass or fail).
-void GoldenCase(const std::string& dir, const Analysis& a, const CorpusOptions& opts, const Paint& color,
-                int counted, CorpusResult* res, std::string* out, std::string* err) {
+void GoldenCase(const std::string& dir, const Analysis& a, const CorpusOptions& opts, const Paint& color, int counted,
+                CorpusResult* res, std::string* out, std::string* err) {
   const std::string path = dir + "/golden.json";
   const std::string got = GoldenJson(dir, a);
   if (opts.update_golden) {
@@ -609,8 +629,8 @@ void GoldenCase(const std::string& dir, const Analysis& a, const CorpusOptions& 
 }
 
 // --update: the diagnosis becomes the case's expected.json (a known failure's is kept).
-void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color,
-                CorpusResult* res, std::string* out, std::string* err) {
+void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color, CorpusResult* res,
+                std::string* out, std::string* err) {
   if (!ex.known_failure.empty()) {
     // Its expectation is the truth the tool does not reach yet: not rewritten.
     *out += color("33;1", "KEPT") + " " + dir + " (known failure)\n";
@@ -646,8 +666,8 @@ void UpdateCase(const std::string& dir, const Expectation& ex, const Analysis& a
 }
 
 // Compares the diagnosis with expected.json: PASS, FAIL, XFAIL or XPASS.
-void CheckCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color,
-               CorpusResult* res, std::string* out) {
+void CheckCase(const std::string& dir, const Expectation& ex, const Analysis& a, const Paint& color, CorpusResult* res,
+               std::string* out) {
   std::vector<std::string> diffs = Compare(ex, a);
   if (!ex.known_failure.empty()) {
     if (diffs.empty()) {

@@ -33,9 +33,9 @@
 namespace ncclscan {
 
 struct CorpusOptions {
-  bool update = false;               // rewrite expected.json of the selected cases
-  bool update_golden = false;        // write golden.json (the whole JSON diagnosis) of the selected cases
-  std::vector<std::string> only;     // case names to run (empty = all)
+  bool update = false;            // rewrite expected.json of the selected cases
+  bool update_golden = false;     // write golden.json (the whole JSON diagnosis) of the selected cases
+  std::vector<std::string> only;  // case names to run (empty = all)
   ScanOptions scan;
   bool color = false;
   bool judge_misses = false;  // one line per judged miss after the tables
@@ -46,7 +46,7 @@ struct CorpusResult {
   int passed = 0;
   int failed = 0;
   int updated = 0;
-  int errors = 0;  // cases that could not be read (bad expected.json)
+  int errors = 0;          // cases that could not be read (bad expected.json)
   int known_failures = 0;  // cases marked "known_failure" that still fail (XFAIL)
   int judged = 0;          // real incidents judged against their truth.json
 };

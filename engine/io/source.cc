@@ -2,9 +2,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <lzma.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <lzma.h>
 #include <re2/re2.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -278,12 +278,12 @@ class XzReader : public ByteReader {
                         " MiB to decode (its dictionary is too large): not read",
                     err);
       }
-      return Fail(n, std::string("corrupt or truncated xz data: ") +
-                         (rc == LZMA_FORMAT_ERROR    ? "not xz"
-                          : rc == LZMA_DATA_ERROR    ? "data is corrupt"
-                          : rc == LZMA_OPTIONS_ERROR ? "unsupported options"
-                          : rc == LZMA_MEM_ERROR     ? "cannot allocate memory"
-                                                     : "decoder error"),
+      return Fail(n,
+                  std::string("corrupt or truncated xz data: ") + (rc == LZMA_FORMAT_ERROR    ? "not xz"
+                                                                   : rc == LZMA_DATA_ERROR    ? "data is corrupt"
+                                                                   : rc == LZMA_OPTIONS_ERROR ? "unsupported options"
+                                                                   : rc == LZMA_MEM_ERROR     ? "cannot allocate memory"
+                                                                                              : "decoder error"),
                   err);
     }
     return static_cast<ssize_t>(n - zs_.avail_out);

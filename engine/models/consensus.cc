@@ -1,9 +1,9 @@
 #include "engine/models/consensus.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "engine/models/consensus_checks.h"
 #include "engine/models/diagnosis.h"
@@ -15,10 +15,14 @@ std::string PgName(const std::string& pg) { return pg.empty() ? std::string("the
 
 const char* CallStateName(CallState s) {
   switch (s) {
-    case CallState::kEnqueued: return "enqueued (scheduled)";
-    case CallState::kStarted: return "started";
-    case CallState::kCompleted: return "completed";
-    default: return "not seen";
+    case CallState::kEnqueued:
+      return "enqueued (scheduled)";
+    case CallState::kStarted:
+      return "started";
+    case CallState::kCompleted:
+      return "completed";
+    default:
+      return "not seen";
   }
 }
 
@@ -41,7 +45,7 @@ std::string Shapes(const std::vector<std::vector<int64_t>>& v) {
 
 // NCCL's ncclDataType_t codes as the COLL trace prints them (nccl.h).
 std::string DtypeName(const std::string& code) {
-  static const char* kNames[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+  static const char* kNames[] = {"int8", "uint8", "int32", "uint32", "int64",   "uint64",
                                  "fp16", "fp32",  "fp64",  "bf16",   "fp8e4m3", "fp8e5m2"};
   int64_t v;
   std::string_view sv = code;
@@ -64,8 +68,10 @@ bool ParseP2p(const std::string& name, bool* send, int* self, int* peer) {
   // Group ranks that do not fit an int are no ranks (never wrapped).
   int64_t a, b;
   if (ConsumeIntBelow(&s, kMaxRanks, &a) != IntParse::kOk) return false;
-  if (StartsWith(s, "->") || StartsWith(s, "<-")) s.remove_prefix(2);
-  else return false;
+  if (StartsWith(s, "->") || StartsWith(s, "<-"))
+    s.remove_prefix(2);
+  else
+    return false;
   if (ConsumeIntBelow(&s, kMaxRanks, &b) != IntParse::kOk) return false;
   *send = is_send;
   *self = static_cast<int>(a);
@@ -144,8 +150,8 @@ void CollectiveModel::AddDump(const FrFile& f, int file) {
     if (e.output_dtypes != e.input_dtypes && !e.output_dtypes.empty()) c.dtype += " -> " + Join(e.output_dtypes, "/");
     c.evidence = base;
     c.evidence.line = position;
-    c.evidence.text = fmt::format("{}record {} {} (pg {} seq {}, {}){}", where, e.record_id, e.profiling_name,
-                                  name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, e.state,
+    c.evidence.text = fmt::format("{}record {} {} (pg {} seq {}, {}){}", where, e.record_id, e.profiling_name, name,
+                                  e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, e.state,
                                   e.top_frame.empty() ? "" : " at " + e.top_frame);
     c.evidence.time = -1;
     int self = -1, peer = -1;
@@ -197,8 +203,8 @@ void CollectiveModel::AddCollTrace(const JobState& state) {
       size_t oc = line.find(": opCount ");
       if (oc == std::string_view::npos) continue;
       size_t ob = line.rfind(' ', oc);
-      std::string_view op = line.substr(ob == std::string_view::npos ? 0 : ob + 1,
-                                        oc - (ob == std::string_view::npos ? 0 : ob + 1));
+      std::string_view op =
+          line.substr(ob == std::string_view::npos ? 0 : ob + 1, oc - (ob == std::string_view::npos ? 0 : ob + 1));
       std::string_view count = TokenAfter(line, " count ");
       std::string_view dtype = TokenAfter(line, " datatype ");
       std::string_view root = TokenAfter(line, " root ");
@@ -323,7 +329,6 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
   }
 }
 
-
 void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors) {
   bool any = false;
   for (const CompiledCorrelation& c : state.rules().correlations()) any |= c.spec.kind == CorrelationKind::kCollective;
@@ -349,24 +354,46 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
     if (c.spec.kind != CorrelationKind::kCollective || !c.spec.enabled) continue;
     RunGuarded(c.spec.id.value, errors, [&] {
       switch (c.spec.check) {
-        case CollectiveCheck::kNeverJoined: x.NeverJoined(c); break;
-        case CollectiveCheck::kMissingDump: x.MissingDump(c); break;
-        case CollectiveCheck::kBehind: x.Behind(c); break;
-        case CollectiveCheck::kMismatch: x.Mismatch(c); break;
+        case CollectiveCheck::kNeverJoined:
+          x.NeverJoined(c);
+          break;
+        case CollectiveCheck::kMissingDump:
+          x.MissingDump(c);
+          break;
+        case CollectiveCheck::kBehind:
+          x.Behind(c);
+          break;
+        case CollectiveCheck::kMismatch:
+          x.Mismatch(c);
+          break;
         case CollectiveCheck::kNotStarted:
           x.NotStarted(c);
           x.NotStartedText(c);
           break;
-        case CollectiveCheck::kDiedFirst: x.DiedFirst(c); break;
+        case CollectiveCheck::kDiedFirst:
+          x.DiedFirst(c);
+          break;
         case CollectiveCheck::kP2pUnpaired:
           x.P2pUnpaired(c);
           x.P2pUnpairedColl(c);
           break;
-        case CollectiveCheck::kStraggler: x.Straggler(c); break;
-        case CollectiveCheck::kStopped: x.Stopped(c); break;
-        case CollectiveCheck::kStoppedCollectives: x.StoppedInCollectives(c); break;
-        case CollectiveCheck::kLoneSubmitter: x.LoneSubmitter(c); break;
-        case CollectiveCheck::kCount: break;  // refused by the loader
+        case CollectiveCheck::kStraggler:
+          x.Straggler(c);
+          break;
+        case CollectiveCheck::kStopped:
+          x.Stopped(c);
+          break;
+        case CollectiveCheck::kStoppedCollectives:
+          x.StoppedInCollectives(c);
+          break;
+        case CollectiveCheck::kLoneSubmitter:
+          x.LoneSubmitter(c);
+          break;
+        case CollectiveCheck::kRankZeroAlone:
+          x.RankZeroAlone(c);
+          break;
+        case CollectiveCheck::kCount:
+          break;  // refused by the loader
       }
     });
   }

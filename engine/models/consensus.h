@@ -77,34 +77,34 @@ std::string PgName(const std::string& pg);
 struct CollectiveCall {
   int64_t seq = -1;
   CallState state = CallState::kNotSeen;
-  std::string op;       // upper case, without "nccl:" ("ALLREDUCE", "_ALLGATHER_BASE", "SEND")
-  std::string sizes;    // "[[4, 5]] -> [[4, 5]]" (dumps) or "count 1024" (COLL)
-  std::string dtype;    // "Float" or an NCCL datatype code name ("fp32")
-  std::string root;     // COLL root ("" for dumps)
+  std::string op;     // upper case, without "nccl:" ("ALLREDUCE", "_ALLGATHER_BASE", "SEND")
+  std::string sizes;  // "[[4, 5]] -> [[4, 5]]" (dumps) or "count 1024" (COLL)
+  std::string dtype;  // "Float" or an NCCL datatype code name ("fp32")
+  std::string root;   // COLL root ("" for dumps)
   bool p2p = false;
-  bool send = false;    // p2p: a send (else a receive)
-  int peer = -1;        // p2p: the peer's global rank (-1 unknown)
-  int64_t calls = 1;    // COLL trace p2p: how many sends to (receives from) that peer; this is the latest
-  Evidence evidence;    // a text line, or the dump file with the entry in its text
+  bool send = false;  // p2p: a send (else a receive)
+  int peer = -1;      // p2p: the peer's global rank (-1 unknown)
+  int64_t calls = 1;  // COLL trace p2p: how many sends to (receives from) that peer; this is the latest
+  Evidence evidence;  // a text line, or the dump file with the entry in its text
 };
 
 struct RankView {
   int64_t last_enqueued = -1, last_started = -1, last_completed = -1;
-  int64_t waiting_in = -1;                     // seq the watchdog timed out in (text)
-  std::map<int64_t, CollectiveCall> calls;     // by seq, the latest kWindow
-  std::vector<CollectiveCall> p2p;             // the latest kMaxP2p
-  Evidence evidence;                           // where this rank's view was read
+  int64_t waiting_in = -1;                  // seq the watchdog timed out in (text)
+  std::map<int64_t, CollectiveCall> calls;  // by seq, the latest kWindow
+  std::vector<CollectiveCall> p2p;          // the latest kMaxP2p
+  Evidence evidence;                        // where this rank's view was read
 };
 
 struct GroupView {
-  std::string id;       // "pg 0" (PyTorch process group) or "comm 0x…" (NCCL communicator)
-  std::string desc;     // "default_pg"
+  std::string id;    // "pg 0" (PyTorch process group) or "comm 0x…" (NCCL communicator)
+  std::string desc;  // "default_pg"
   bool from_dump = false;
   // COLL trace: the communicator carried sends / receives. Each rank's opCount
   // then counts its own launches, so collectives are not compared by opCount.
   bool coll_p2p = false;
-  std::vector<int> members;          // global ranks, when known (pg_config)
-  std::map<int, RankView> ranks;     // global rank -> view
+  std::vector<int> members;       // global ranks, when known (pg_config)
+  std::map<int, RankView> ranks;  // global rank -> view
 };
 
 class CollectiveModel {

@@ -12,8 +12,7 @@ namespace ncclscan {
 // A finding of correlation `c` naming `suspects` (global ranks), with `vars`.
 void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
                   Vars vars, const std::string& group, std::vector<Evidence> evidence) const {
-  Finding f =
-      FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
+  Finding f = FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
   f.group = group;
   f.ranks = suspects;
   // Hosts of the suspects, where a text log placed them.
@@ -54,131 +53,6 @@ void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects
     f.evidence.push_back(std::move(e));
   }
   out->push_back(std::move(f));
-}
-
-// World size the job itself states: NCCL communicators' nranks (the largest:
-// the world communicator), PyTorch's default process-group size, pg_config.
-int Checks::WorldSize() const {
-  int n = 0;
-  for (const auto& kv : state.comms()) n = std::max(n, kv.second.nranks);
-  const int world = state.rules().fact(Fact::kWorldSize);
-  for (int s : state.LiveSubjects()) {
-    const FactValue* v = state.subjects()[s].Get(world);
-    long double x;
-    if (v && ParseNumber(v->value, false, &x) && x > 0 && x < kMaxRanks) n = std::max(n, static_cast<int>(x));
-  }
-  if (!m.configured_ranks().empty()) n = std::max(n, *m.configured_ranks().rbegin() + 1);
-  return n;
-}
-
-std::set<int> Checks::PresentRanks() const {
-  std::set<int> r = m.dump_ranks();
-  for (int s : state.LiveSubjects()) {
-    if (state.subjects()[s].rank >= 0) r.insert(state.subjects()[s].rank);
-  }
-  return r;
-}
-
-// What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
-std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
-  const int first_error = state.rules().fact(Fact::kFirstError);
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    if (sub.rank != rank) continue;
-    if (const FactValue* v = sub.Get(first_error)) {
-      if (ev) ev->push_back(v->evidence);
-      return v->value;
-    }
-  }
-  return "";
-}
-
-// never_joined: the world size is known, ranks wait in a collective (the
-// watchdog fired), and some ranks of the world left no trace in any input.
-void Checks::NeverJoined(const CompiledCorrelation& c) const {
-  // With dumps, a rank without one is missing_dump's finding (it says more).
-  if (!m.dump_ranks().empty()) return;
-  const int timeout_seq = state.rules().fact(Fact::kTimeoutSeq);
-  const int timeout_op = state.rules().fact(Fact::kTimeoutOp);
-  const int first_error = state.rules().fact(Fact::kFirstError);
-  std::vector<int> waiting;
-  std::vector<Evidence> ev;
-  std::string op, seq;
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    // A rank of the input that failed on its own is the better suspect.
-    if (sub.Has(first_error)) return;
-    if (sub.rank < 0 || !sub.Has(timeout_seq)) continue;
-    waiting.push_back(sub.rank);
-    for (const auto& kv : sub.keyed[timeout_seq]) {
-      if (seq.empty()) seq = kv.second.value;
-      if (ev.size() < 3) ev.push_back(kv.second.evidence);
-    }
-    if (const FactValue* o = sub.Get(timeout_op); o && op.empty()) op = o->value;
-  }
-  if (waiting.empty()) return;
-  const std::set<int> present = PresentRanks();
-  int world = WorldSize();
-  std::string source = " (its own logs say so)";
-  const bool inferred = world == 0 && !present.empty();
-  if (inferred) {
-    // No world size printed anywhere: ranks are numbered from 0, so every rank
-    // below the highest that reported exists. Only by elimination among many
-    // reporters: one rank's log alone says nothing about the others.
-    world = *present.rbegin() + 1;
-    source = fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
-                         *present.rbegin());
-  }
-  std::vector<int> missing;
-  for (int r = 0; r < world; ++r) {
-    if (!present.count(r)) missing.push_back(r);
-  }
-  if (missing.empty()) return;
-  if (inferred && missing.size() >= waiting.size()) return;
-  Vars vars{{"source", source},
-            {"group", "pg 0"},
-            {"op", op},
-            {"seq", seq},
-            {"missing", CompactRanks(missing)},
-            {"nranks", std::to_string(world)},
-            {"reporters", CompactRanks(waiting)}};
-  Emit(c, missing, waiting, vars, "world", ev);
-}
-
-// missing_dump: pg_config lists ranks that wrote no dump while others did.
-void Checks::MissingDump(const CompiledCorrelation& c) const {
-  if (m.dump_ranks().empty()) return;
-  // A rank whose file is there but unreadable (truncated, foreign) did dump:
-  // that is an input problem (status partial), not evidence against the rank.
-  std::set<int> unreadable;
-  for (const auto& fi : state.files()) {
-    if (!fi.error.empty()) {
-      int r = RankFromDumpName(fi.path);
-      if (r >= 0) unreadable.insert(r);
-    }
-  }
-  std::vector<int> missing;
-  for (int r : m.configured_ranks()) {
-    if (!m.dump_ranks().count(r) && !unreadable.count(r)) missing.push_back(r);
-  }
-  if (missing.empty()) return;
-  std::vector<Evidence> ev;
-  std::string says;
-  for (int r : missing) {
-    std::string t = TextSays(r, &ev);
-    if (!t.empty()) says += fmt::format(" The text log of rank {} says: {}.", r, t);
-  }
-  std::vector<int> dumped(m.dump_ranks().begin(), m.dump_ranks().end());
-  for (const auto& kv : m.groups()) {
-    for (const auto& rv : kv.second.ranks) {
-      if (ev.size() < kMaxEvidencePerFinding && !rv.second.evidence.text.empty()) ev.push_back(rv.second.evidence);
-      break;
-    }
-    break;
-  }
-  Vars vars{
-      {"missing", CompactRanks(missing)}, {"nranks", std::to_string(m.configured_ranks().size())}, {"value", says}};
-  Emit(c, missing, dumped, vars, "dumps", ev);
 }
 
 // behind: in one group of the dumps, the rank(s) furthest behind in what
@@ -399,8 +273,8 @@ void Checks::PeerMismatches(const CompiledCorrelation& c, const GroupView& g, co
       if (er.first.first != a || er.first.second == x || told_recv->count(er.first)) continue;
       const int y = er.first.second;
       tell(es, er, a, y,
-           fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead (peer mismatch)", y,
-                       a, a, x));
+           fmt::format("rank {} expects a send from rank {}, but rank {} sent to rank {} instead (peer mismatch)", y, a,
+                       a, x));
       break;
     }
   }

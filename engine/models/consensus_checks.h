@@ -2,7 +2,8 @@
 // method per `check:` of a correlation of kind `collective`. Internal to the
 // engine: consensus.cc builds the model and dispatches; consensus_checks.cc
 // holds the checks that compare groups and sequences (dumps, COLL trace,
-// watchdog SeqNums); consensus_text.cc those read from ranks' text alone
+// watchdog SeqNums); consensus_absent.cc those by elimination (who left no
+// trace); consensus_text.cc those read from ranks' text alone
 // (who went silent first, enqueued-but-not-started from status lines).
 //
 // Thread-safety: a Checks reads a finalized JobState and a built model and
@@ -45,7 +46,28 @@ struct Checks {
   // What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
   std::string TextSays(int rank, std::vector<Evidence>* ev) const;
 
+  // The ranks whose watchdog fired, with what they waited in; `own_failure`:
+  // some rank of the input failed on its own (the better suspect: the
+  // elimination checks stay silent).
+  struct Waiting {
+    std::vector<int> ranks;
+    std::vector<Evidence> evidence;
+    std::string op, seq;
+    bool own_failure = false;
+  };
+  Waiting CollectWaiting() const;
+  // The world by elimination when no input states its size: ranks count from
+  // 0, so every rank below the highest present exists. 0 when nothing is present.
+  int InferredWorld(const std::set<int>& present) const;
+  // The process groups the waiting ranks name (watchdog and status lines);
+  // empty when no line names one (PyTorch before 2.2).
+  std::set<std::string> WaitingGroups(const Waiting& w) const;
+
   void NeverJoined(const CompiledCorrelation& c) const;
+  // Ranks timed out and rank 0 did not: absent (no world size printed) or busy
+  // (its own lines show no timeout, error or end): rank 0,
+  // where work only one process does runs, is the likely culprit.
+  void RankZeroAlone(const CompiledCorrelation& c) const;
   void MissingDump(const CompiledCorrelation& c) const;
   void Behind(const CompiledCorrelation& c) const;
   void Mismatch(const CompiledCorrelation& c) const;

@@ -1,12 +1,12 @@
 // Correlations: the cross-rank rule kinds of docs/rules.md §3, interpreted over
 // the facts of all subjects once scanning is done.
-#include <algorithm>
-#include <map>
-#include <set>
+#include "engine/models/correlate.h"
 
 #include <fmt/format.h>
 
-#include "engine/models/correlate.h"
+#include <algorithm>
+#include <map>
+#include <set>
 
 #include "engine/models/consensus.h"
 #include "engine/models/diagnosis.h"
@@ -35,16 +35,19 @@ struct Ctx {
   std::vector<int> live;
 
   Finding Make(const std::vector<int>& subjects, const Vars& vars_in, const std::string& group) const {
-    Finding f = FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding,
-                          c.spec.references);
+    Finding f =
+        FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
     f.group = group;
     FillSubjects(state, subjects, &f);
     f.count = static_cast<int64_t>(subjects.size());
     Vars vars = vars_in;
     RenderTexts(&f, [&](const std::string& name, std::string* o) {
-      if (name == "ranks") o->append(SubjectsText(f));
-      else if (name == "hosts") o->append(HostsText(f));
-      else if (name == "count") o->append(std::to_string(f.count));
+      if (name == "ranks")
+        o->append(SubjectsText(f));
+      else if (name == "hosts")
+        o->append(HostsText(f));
+      else if (name == "count")
+        o->append(std::to_string(f.count));
       else {
         auto it = vars.find(name);
         if (it != vars.end()) o->append(it->second);
@@ -54,10 +57,15 @@ struct Ctx {
     if (key != vars.end() && c.fact >= 0) {
       // What the key names is declared by the fact (`key: comm` / `key: pg`).
       switch (state.rules().facts()[c.fact].key_kind) {
-        case KeyKind::kComm: f.communicator = key->second; break;
-        case KeyKind::kPg: f.process_group = key->second; break;
+        case KeyKind::kComm:
+          f.communicator = key->second;
+          break;
+        case KeyKind::kPg:
+          f.process_group = key->second;
+          break;
         case KeyKind::kName:
-        case KeyKind::kCount: break;
+        case KeyKind::kCount:
+          break;
       }
     }
     return f;
@@ -76,8 +84,7 @@ struct Ctx {
     for (const FactValue* fv : values) {
       if (f->evidence.size() >= kMaxEvidencePerFinding) break;
       if (fv->evidence.file >= 0) f->evidence.push_back(fv->evidence);
-      if (first || fv->seen.file < f->first.file ||
-          (fv->seen.file == f->first.file && fv->seen.line < f->first.line)) {
+      if (first || fv->seen.file < f->first.file || (fv->seen.file == f->first.file && fv->seen.line < f->first.line)) {
         f->first = fv->seen;
         first = false;
       }
@@ -193,8 +200,10 @@ void Consensus(Ctx& x) {
     std::map<int, std::string> val;
     for (int s : reporters) {
       auto it = kv.second.find(s);
-      if (it != kv.second.end()) val[s] = ValueOf(*it->second, spec);
-      else if (spec.keyed && !x.c.spec.ignore_unset) val[s] = "(unset)";
+      if (it != kv.second.end())
+        val[s] = ValueOf(*it->second, spec);
+      else if (spec.keyed && !x.c.spec.ignore_unset)
+        val[s] = "(unset)";
     }
     // Per host: each host's value is the majority of its subjects.
     std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
@@ -295,8 +304,11 @@ void Consensus(Ctx& x) {
     }
     Finding maj;
     FillSubjects(x.state, majority_subjects, &maj);
-    Vars vars{{"value", outlier_values}, {"majority", majority}, {"key", key},
-              {"majority_ranks", SubjectsText(maj)}, {"majority_hosts", HostsText(maj)}};
+    Vars vars{{"value", outlier_values},
+              {"majority", majority},
+              {"key", key},
+              {"majority_ranks", SubjectsText(maj)},
+              {"majority_hosts", HostsText(maj)}};
     Finding f = x.Make(outliers, vars, key + "=" + outlier_values);
     x.AddEvidence(&f, ev);
     x.out->push_back(std::move(f));
@@ -329,11 +341,16 @@ bool Holds(const Condition& cond, const FactValue* v, const FactSpec& spec) {
   long double a, b;
   if (!ParseNumber(val, spec.hex, &a) || !ParseNumber(cond.value.value, false, &b)) return false;
   switch (cond.op) {
-    case ConditionOp::kGt: return a > b;
-    case ConditionOp::kLt: return a < b;
-    case ConditionOp::kGe: return a >= b;
-    case ConditionOp::kLe: return a <= b;
-    default: return false;  // the text operators, above
+    case ConditionOp::kGt:
+      return a > b;
+    case ConditionOp::kLt:
+      return a < b;
+    case ConditionOp::kGe:
+      return a >= b;
+    case ConditionOp::kLe:
+      return a <= b;
+    default:
+      return false;  // the text operators, above
   }
 }
 
@@ -411,18 +428,23 @@ void MissingRanks(Ctx& x) {
     for (int r = 0; r < ci.nranks; ++r) {
       if (!seen.count(r)) missing.push_back(r);
     }
-    Finding f = x.Make({}, {{"missing", CompactRanks(missing)}, {"nranks", std::to_string(ci.nranks)},
-                            {"comm", ci.id}}, ci.id);
+    Finding f =
+        x.Make({}, {{"missing", CompactRanks(missing)}, {"nranks", std::to_string(ci.nranks)}, {"comm", ci.id}}, ci.id);
     f.ranks = missing;
     f.count = static_cast<int64_t>(missing.size());
     f.communicator = ci.id;
     // Re-render now that ranks are the missing ones.
     x.RenderTexts(&f, [&](const std::string& name, std::string* o) {
-      if (name == "ranks" || name == "missing") o->append(CompactRanks(missing));
-      else if (name == "nranks") o->append(std::to_string(ci.nranks));
-      else if (name == "comm") o->append(ci.id);
-      else if (name == "count") o->append(std::to_string(missing.size()));
-      else if (name == "hosts") o->append("?");
+      if (name == "ranks" || name == "missing")
+        o->append(CompactRanks(missing));
+      else if (name == "nranks")
+        o->append(std::to_string(ci.nranks));
+      else if (name == "comm")
+        o->append(ci.id);
+      else if (name == "count")
+        o->append(std::to_string(missing.size()));
+      else if (name == "hosts")
+        o->append("?");
     });
     x.out->push_back(std::move(f));
   }
@@ -432,10 +454,13 @@ void MissingRanks(Ctx& x) {
 // 3"; "the process group" for a line that names none: the empty key).
 std::string KeyPhrase(KeyKind kind, const std::string& key) {
   switch (kind) {
-    case KeyKind::kPg: return key.empty() ? "the process group" : "process group " + key;
-    case KeyKind::kComm: return key.empty() ? "an unnamed communicator" : "communicator " + key;
+    case KeyKind::kPg:
+      return key.empty() ? "the process group" : "process group " + key;
+    case KeyKind::kComm:
+      return key.empty() ? "an unnamed communicator" : "communicator " + key;
     case KeyKind::kName:
-    case KeyKind::kCount: break;
+    case KeyKind::kCount:
+      break;
   }
   return key;
 }
@@ -458,7 +483,8 @@ void Extreme(Ctx& x) {
     }
   }
   std::set<int> reporters;
-  for (const auto& kv : values) for (const auto& sv : kv.second) reporters.insert(sv.first);
+  for (const auto& kv : values)
+    for (const auto& sv : kv.second) reporters.insert(sv.first);
   // A silent subject whose own NCCL trace shows it issued as many collectives as the
   // reporters did (last_opcount on every communicator it shares with them, against their
   // most common value) reached the collective they hang in: it was cut off (stopped by its
@@ -523,7 +549,8 @@ void Extreme(Ctx& x) {
     // sequence numbers behind, never thousands.
     constexpr long double kUnknownGroupMaxGap = 64;
     const bool unknown_group = kv.first.empty() && spec.keyed && spec.key_kind != KeyKind::kName;
-    if (unknown_group && !by_value.empty() && by_value.rbegin()->first - by_value.begin()->first > kUnknownGroupMaxGap) {
+    if (unknown_group && !by_value.empty() &&
+        by_value.rbegin()->first - by_value.begin()->first > kUnknownGroupMaxGap) {
       continue;
     }
     size_t total = silent.size();
@@ -559,9 +586,10 @@ void Extreme(Ctx& x) {
         break;
       }
     }
-    Finding f = x.Make(culprits, {{"key", kv.first}, {"group", KeyPhrase(spec.key_kind, kv.first)}, {"value", value},
-                                  {"majority", majority}},
-                       kv.first);
+    Finding f = x.Make(
+        culprits,
+        {{"key", kv.first}, {"group", KeyPhrase(spec.key_kind, kv.first)}, {"value", value}, {"majority", majority}},
+        kv.first);
     x.AddEvidence(&f, ev);
     x.out->push_back(std::move(f));
   }
@@ -593,9 +621,10 @@ void FirstInTime(Ctx& x) {
     // Ranks that fail within a second of each other (a timeout firing everywhere)
     // have no meaningful "first": clocks of different hosts disagree by more.
     if (second_best - first.second->seen.time < 1.0) return;
-    uncertainty = fmt::format("{:.3f} s before the next rank; timestamps come from different hosts whose clocks "
-                              "may disagree by more than that",
-                              second_best - first.second->seen.time);
+    uncertainty = fmt::format(
+        "{:.3f} s before the next rank; timestamps come from different hosts whose clocks "
+        "may disagree by more than that",
+        second_best - first.second->seen.time);
   } else {
     // Without timestamps only lines of one file can be ordered.
     int file = have.front().second->seen.file;
@@ -716,10 +745,14 @@ void PeerMap(Ctx& x) {
   Finding suspects_f;
   FillSubjects(x.state, suspects, &suspects_f);
   x.RenderTexts(&f, [&](const std::string& name, std::string* o) {
-    if (name == "peer_hosts" || name == "hosts") o->append(top);
-    else if (name == "peer_ranks" || name == "ranks") o->append(suspects.empty() ? "?" : SubjectsText(suspects_f));
-    else if (name == "reporters") o->append(SubjectsText(rep));
-    else if (name == "count") o->append(std::to_string(top_n));
+    if (name == "peer_hosts" || name == "hosts")
+      o->append(top);
+    else if (name == "peer_ranks" || name == "ranks")
+      o->append(suspects.empty() ? "?" : SubjectsText(suspects_f));
+    else if (name == "reporters")
+      o->append(SubjectsText(rep));
+    else if (name == "count")
+      o->append(std::to_string(top_n));
   });
   x.AddEvidence(&f, ev[top]);
   x.out->push_back(std::move(f));
@@ -734,13 +767,27 @@ void RunCorrelations(const JobState& state, std::vector<Finding>* out, std::vect
     if (c.spec.kind == CorrelationKind::kCollective) continue;  // below
     RunGuarded(c.spec.id.value, errors, [&] {
       switch (c.spec.kind) {
-        case CorrelationKind::kConsensus: Consensus(x); break;
-        case CorrelationKind::kCondition: ConditionKind(x); break;
-        case CorrelationKind::kAbsence: Absence(x); break;
-        case CorrelationKind::kMissingRanks: MissingRanks(x); break;
-        case CorrelationKind::kExtreme: Extreme(x); break;
-        case CorrelationKind::kFirstInTime: FirstInTime(x); break;
-        case CorrelationKind::kPeerMap: PeerMap(x); break;
+        case CorrelationKind::kConsensus:
+          Consensus(x);
+          break;
+        case CorrelationKind::kCondition:
+          ConditionKind(x);
+          break;
+        case CorrelationKind::kAbsence:
+          Absence(x);
+          break;
+        case CorrelationKind::kMissingRanks:
+          MissingRanks(x);
+          break;
+        case CorrelationKind::kExtreme:
+          Extreme(x);
+          break;
+        case CorrelationKind::kFirstInTime:
+          FirstInTime(x);
+          break;
+        case CorrelationKind::kPeerMap:
+          PeerMap(x);
+          break;
         case CorrelationKind::kCollective:
         case CorrelationKind::kCount:  // refused by the loader
           break;

@@ -1,13 +1,13 @@
 #include "engine/models/diagnosis.h"
-#include "engine/models/correlate.h"
-
-#include <algorithm>
-#include <set>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
+
+#include "engine/models/correlate.h"
 
 namespace ncclscan {
 
@@ -31,9 +31,12 @@ void FillSubjects(const JobState& state, const std::vector<int>& subjects, Findi
   std::set<std::string> hosts, others, files;
   for (int i : subjects) {
     const Subject& s = state.subjects()[i];
-    if (s.rank >= 0) ranks.insert(s.rank);
-    else if (s.pid >= 0) others.insert(s.label);
-    else files.insert(s.label.empty() ? s.host : s.label);  // lines with no process or rank
+    if (s.rank >= 0)
+      ranks.insert(s.rank);
+    else if (s.pid >= 0)
+      others.insert(s.label);
+    else
+      files.insert(s.label.empty() ? s.host : s.label);  // lines with no process or rank
     if (!s.host.empty()) hosts.insert(s.host);
   }
   // A file name adds nothing next to known ranks (headerless continuation lines
@@ -92,7 +95,8 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
   for (const auto& kv : state.line_findings()) {
     const LineFindingAcc& acc = kv.second;
     const CompiledRule& r = rules.rules()[acc.rule];
-    Finding f = FindingOf(r.spec.id.value, std::nullopt, r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
+    Finding f =
+        FindingOf(r.spec.id.value, std::nullopt, r.spec.category, r.spec.title, r.spec.finding, r.spec.references);
     f.evidence = acc.evidence;
     f.count = acc.count;
     f.group = acc.group;
@@ -102,9 +106,12 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) {
-      if (name == "ranks") o->append(SubjectsText(f));
-      else if (name == "hosts") o->append(HostsText(f));
-      else if (name == "count") o->append(std::to_string(f.count));
+      if (name == "ranks")
+        o->append(SubjectsText(f));
+      else if (name == "hosts")
+        o->append(HostsText(f));
+      else if (name == "count")
+        o->append(std::to_string(f.count));
       else {
         auto it = acc.vars.find(name);
         if (it != acc.vars.end()) o->append(it->second);
@@ -227,8 +234,7 @@ void MergeSameProblem(std::vector<Finding>* fs) {
 // The versions of `fact` (nccl_version, torch_version) that finding f's
 // subjects run: its ranks and host:pid subjects, else the processes of its
 // hosts; when none of those printed one, every version the job printed.
-std::vector<std::string> VersionsFor(const JobState& state, const std::vector<int>& live, const Finding& f,
-                                     int fact) {
+std::vector<std::string> VersionsFor(const JobState& state, const std::vector<int>& live, const Finding& f, int fact) {
   std::set<std::string> mine, hosts, job;
   const std::set<int> ranks(f.ranks.begin(), f.ranks.end());
   const std::set<std::string> others(f.others.begin(), f.others.end()), on(f.hosts.begin(), f.hosts.end());
@@ -237,8 +243,10 @@ std::vector<std::string> VersionsFor(const JobState& state, const std::vector<in
     const FactValue* v = s.Get(fact);
     if (!v || v->value.empty()) continue;
     job.insert(v->value);
-    if ((s.rank >= 0 && ranks.count(s.rank)) || others.count(s.label)) mine.insert(v->value);
-    else if (on.count(s.host)) hosts.insert(v->value);
+    if ((s.rank >= 0 && ranks.count(s.rank)) || others.count(s.label))
+      mine.insert(v->value);
+    else if (on.count(s.host))
+      hosts.insert(v->value);
   }
   const std::set<std::string>& use = !mine.empty() ? mine : (!hosts.empty() ? hosts : job);
   return std::vector<std::string>(use.begin(), use.end());
@@ -358,8 +366,8 @@ Diagnosis Diagnose(const JobState& state) {
   // after that are one finding.
   const std::set<std::string> job_hosts = state.Hosts();
   for (auto& f : fs) {
-    f.fingerprint = fmt::format(
-        "{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + CategoryName(f.category) + "|" + NormaliseKey(f.group, job_hosts)));
+    f.fingerprint = fmt::format("{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + CategoryName(f.category) +
+                                                 "|" + NormaliseKey(f.group, job_hosts)));
   }
   MergeSameProblem(&fs);
   JudgeKnownIssues(state, &fs);  // again on the pooled subjects of merged findings

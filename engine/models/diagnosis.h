@@ -54,10 +54,11 @@ struct Finding {
   std::string result;
   // Ticket fields (DESIGN.md §8).
   bool primary = false;
-  Owner owner = Owner::kLibrary;     // the rule's `owner`, else its category's (rules/vocabulary.h)
-  std::vector<int> suspect_ranks;    // who is believed responsible
+  Owner owner = Owner::kLibrary;   // the rule's `owner`, else its category's (rules/vocabulary.h)
+  std::vector<int> suspect_ranks;  // who is believed responsible
   std::vector<std::string> suspect_hosts;
-  std::string instance;              // fingerprint + suspects: one ticket per culprit  // ncclResult_t named by the return-code chain after the WARN ("" if none)
+  std::string instance;  // fingerprint + suspects: one ticket per culprit  // ncclResult_t named by the return-code
+                         // chain after the WARN ("" if none)
 };
 
 struct Diagnosis {
@@ -68,7 +69,7 @@ struct Diagnosis {
   // wrong in what was read, but some input could not be read.
   Status status = Status::kOk;
   std::string headline;
-  std::string job_id;             // --job-id, echoed in the JSON
+  std::string job_id;  // --job-id, echoed in the JSON
   // Checks that broke an invariant ("CONSENSUS-BEHIND: map::at"): each is
   // named here and the rest of the diagnosis is kept (RunGuarded).
   std::vector<std::string> internal_errors;

@@ -33,8 +33,8 @@ constexpr StageFacts kStageFacts[] = {
 };
 
 // A process's own failure: it errored, crashed, aborted or exited.
-constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash,  Fact::kCommAbort,
-                                   Fact::kExitcode,   Fact::kOom,    Fact::kElasticFailed};
+constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash, Fact::kCommAbort,
+                                   Fact::kExitcode,   Fact::kOom,   Fact::kElasticFailed};
 
 const Evidence* Later(const Evidence* a, const Evidence* b) {
   if (!a) return b;
@@ -58,14 +58,22 @@ const Evidence* LatestOf(const Subject& sub, int f) {
 
 const char* StageName(Stage s) {
   switch (s) {
-    case Stage::kNone: return "no NCCL line";
-    case Stage::kBanner: return "the version banner";
-    case Stage::kBootstrap: return "bootstrap (network interfaces chosen)";
-    case Stage::kInitStart: return "communicator init started";
-    case Stage::kTopology: return "topology and graph search";
-    case Stage::kConnect: return "transport connects between peers";
-    case Stage::kInitComplete: return "Init COMPLETE";
-    case Stage::kCollectives: return "collectives";
+    case Stage::kNone:
+      return "no NCCL line";
+    case Stage::kBanner:
+      return "the version banner";
+    case Stage::kBootstrap:
+      return "bootstrap (network interfaces chosen)";
+    case Stage::kInitStart:
+      return "communicator init started";
+    case Stage::kTopology:
+      return "topology and graph search";
+    case Stage::kConnect:
+      return "transport connects between peers";
+    case Stage::kInitComplete:
+      return "Init COMPLETE";
+    case Stage::kCollectives:
+      return "collectives";
   }
   return "?";
 }
@@ -73,13 +81,20 @@ const char* StageName(Stage s) {
 const char* NextAfter(Stage s) {
   switch (s) {
     case Stage::kNone:
-    case Stage::kBanner: return "the bootstrap interface (\"Bootstrap : Using …\") and \"ncclCommInitRank … Init START\"";
-    case Stage::kBootstrap: return "\"ncclCommInitRank … Init START\" once every rank has reached the bootstrap root";
-    case Stage::kInitStart: return "the topology (\"Trees\", \"Channel 00/02 : 0 1 …\") once all ranks exchanged their info";
-    case Stage::kTopology: return "the transport connects (\"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\" or \"via NET/…\")";
-    case Stage::kConnect: return "\"Connected all rings\" / \"Connected all trees\" and \"Init COMPLETE\"";
-    case Stage::kInitComplete: return "the first collective (nccl-tests: its results table)";
-    case Stage::kCollectives: return "more collectives, then teardown";
+    case Stage::kBanner:
+      return "the bootstrap interface (\"Bootstrap : Using …\") and \"ncclCommInitRank … Init START\"";
+    case Stage::kBootstrap:
+      return "\"ncclCommInitRank … Init START\" once every rank has reached the bootstrap root";
+    case Stage::kInitStart:
+      return "the topology (\"Trees\", \"Channel 00/02 : 0 1 …\") once all ranks exchanged their info";
+    case Stage::kTopology:
+      return "the transport connects (\"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\" or \"via NET/…\")";
+    case Stage::kConnect:
+      return "\"Connected all rings\" / \"Connected all trees\" and \"Init COMPLETE\"";
+    case Stage::kInitComplete:
+      return "the first collective (nccl-tests: its results table)";
+    case Stage::kCollectives:
+      return "more collectives, then teardown";
   }
   return "?";
 }
@@ -219,7 +234,8 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
   for (const auto& [s, p] : stories) {
     if (p.stage != low || low == high) continue;
     const Subject& sub = state.subjects()[s];
-    behind_names.push_back(sub.rank >= 0 ? "rank " + std::to_string(sub.rank) : sub.host + ":" + std::to_string(sub.pid));
+    behind_names.push_back(sub.rank >= 0 ? "rank " + std::to_string(sub.rank)
+                                         : sub.host + ":" + std::to_string(sub.pid));
     if (p.proof) ev.push_back(*p.proof);
   }
   for (const auto& [s, p] : stories) {
@@ -227,15 +243,12 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
   }
   // A laggard is a suspect only when it is the odd one out.
   const bool odd = low != high && at_low * 2 < static_cast<int>(stories.size());
-  std::string where = odd ? fmt::format(" {} stopped earlier, at {}, while the others reached {}.",
-                                        Join(behind_names), StageName(low), StageName(high))
+  std::string where = odd ? fmt::format(" {} stopped earlier, at {}, while the others reached {}.", Join(behind_names),
+                                        StageName(low), StageName(high))
                           : "";
-  Vars vars{{"stage", StageName(odd ? high : low)},
-            {"next", NextAfter(odd ? high : low)},
-            {"causes", CausesAt(odd ? low : high)},
-            {"test", TestAt(odd ? low : high)},
-            {"processes", std::to_string(stories.size())},
-            {"behind", where}};
+  Vars vars{{"stage", StageName(odd ? high : low)},        {"next", NextAfter(odd ? high : low)},
+            {"causes", CausesAt(odd ? low : high)},        {"test", TestAt(odd ? low : high)},
+            {"processes", std::to_string(stories.size())}, {"behind", where}};
   // Named in the text, not as suspects: posted excerpts end at different
   // lines on different ranks as often as hung ranks do.
   Emit(c, {}, {}, vars, "run", ev);
@@ -280,10 +293,9 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
   }
   if (processes == 0) return;
   Vars vars{{"processes", std::to_string(processes)},
-            {"first", first_only
-                          ? " Every process's last collective is its first (opCount 0): the run stopped in its "
-                            "first collective."
-                          : ""},
+            {"first", first_only ? " Every process's last collective is its first (opCount 0): the run stopped in its "
+                                   "first collective."
+                                 : ""},
             {"causes", CausesAt(first_only ? Stage::kInitComplete : Stage::kCollectives)},
             {"test", TestAt(first_only ? Stage::kInitComplete : Stage::kCollectives)}};
   Emit(c, {}, {}, vars, "run", ev);

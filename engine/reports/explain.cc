@@ -9,8 +9,7 @@ namespace {
 
 // explain's "see:" lines (plain references) and "known:" lines (known issues,
 // with the releases they affect and the one that fixes them).
-void ExplainReferences(const std::vector<std::string>& refs, const std::vector<KnownIssue>& issues,
-                       std::ostream& out) {
+void ExplainReferences(const std::vector<std::string>& refs, const std::vector<KnownIssue>& issues, std::ostream& out) {
   for (const auto& ref : refs) {
     bool known = false;
     for (const auto& k : issues) known |= k.url.value == ref;
@@ -46,7 +45,8 @@ bool RenderExplain(const RuleSet& rules, const std::string& id, std::string* tex
   if (r) {
     const LineRule& s = r->spec;
     out << s.id.value << ": " << s.title << "\n";
-    out << "  kind:      line rule (family " << s.family_name.value << "), category " << CategoryName(s.category) << "\n";
+    out << "  kind:      line rule (family " << s.family_name.value << "), category " << CategoryName(s.category)
+        << "\n";
     out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
     if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
     if (s.fields.empty()) out << "  pattern:   " << s.pattern.value << "\n";
@@ -62,8 +62,8 @@ bool RenderExplain(const RuleSet& rules, const std::string& id, std::string* tex
           << f.value.value << "\n";
     }
     if (s.finding.present) {
-      out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-          << ", confidence " << s.finding.confidence << "\n";
+      out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role) << ", confidence "
+          << s.finding.confidence << "\n";
       out << "  why:       " << s.finding.explanation.value << "\n";
       if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
       for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";
@@ -77,9 +77,10 @@ bool RenderExplain(const RuleSet& rules, const std::string& id, std::string* tex
     out << "  kind:      correlation (" << KindName(s.kind) << "), category " << CategoryName(s.category) << "\n";
     out << "  defined:   " << s.id.pos.file << ":" << s.id.pos.line << "\n";
     if (off) out << "  enabled:   no (enabled: false, or named by a rule file's disable: list)\n";
-    if (!s.fact.value.empty()) out << "  fact:      " << s.fact.value << " over " << (s.over == Over::kHost ? "host" : "rank") << "\n";
-    out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role)
-        << ", confidence " << s.finding.confidence << "\n";
+    if (!s.fact.value.empty())
+      out << "  fact:      " << s.fact.value << " over " << (s.over == Over::kHost ? "host" : "rank") << "\n";
+    out << "  finding:   " << SeverityName(s.finding.severity) << ", " << RoleName(s.finding.role) << ", confidence "
+        << s.finding.confidence << "\n";
     out << "  why:       " << s.finding.explanation.value << "\n";
     if (!s.finding.remediation.value.empty()) out << "  fix:       " << s.finding.remediation.value << "\n";
     for (const auto& e : s.finding.explains) out << "  explains:  " << e.value << "\n";

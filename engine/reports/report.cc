@@ -24,10 +24,24 @@ namespace {
 // invalid UTF-8 replaced (log text is arbitrary bytes).
 class Json {
  public:
-  void BeginObject() { Sep(); out_ += '{'; first_ = true; }
-  void EndObject() { out_ += '}'; first_ = false; }
-  void BeginArray() { Sep(); out_ += '['; first_ = true; }
-  void EndArray() { out_ += ']'; first_ = false; }
+  void BeginObject() {
+    Sep();
+    out_ += '{';
+    first_ = true;
+  }
+  void EndObject() {
+    out_ += '}';
+    first_ = false;
+  }
+  void BeginArray() {
+    Sep();
+    out_ += '[';
+    first_ = true;
+  }
+  void EndArray() {
+    out_ += ']';
+    first_ = false;
+  }
   void Key(std::string_view k) {
     Sep();
     out_ += '"';
@@ -41,13 +55,34 @@ class Json {
     AppendJsonEscaped(&out_, s);
     out_ += '"';
   }
-  void Int(int64_t v) { Sep(); out_ += std::to_string(v); }
-  void UInt(uint64_t v) { Sep(); out_ += std::to_string(v); }
-  void Double(double v) { Sep(); out_ += fmt::format("{:.2f}", v); }
-  void Bool(bool b) { Sep(); out_ += b ? "true" : "false"; }
-  void Null() { Sep(); out_ += "null"; }
-  void KV(std::string_view k, std::string_view v) { Key(k); String(v); }
-  void KVInt(std::string_view k, int64_t v) { Key(k); Int(v); }
+  void Int(int64_t v) {
+    Sep();
+    out_ += std::to_string(v);
+  }
+  void UInt(uint64_t v) {
+    Sep();
+    out_ += std::to_string(v);
+  }
+  void Double(double v) {
+    Sep();
+    out_ += fmt::format("{:.2f}", v);
+  }
+  void Bool(bool b) {
+    Sep();
+    out_ += b ? "true" : "false";
+  }
+  void Null() {
+    Sep();
+    out_ += "null";
+  }
+  void KV(std::string_view k, std::string_view v) {
+    Key(k);
+    String(v);
+  }
+  void KVInt(std::string_view k, int64_t v) {
+    Key(k);
+    Int(v);
+  }
   std::string& str() { return out_; }
 
  private:
@@ -178,8 +213,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   }
   j.EndObject();
   j.Key("job_id");
-  if (d.job_id.empty()) j.Null();
-  else j.String(d.job_id);
+  if (d.job_id.empty())
+    j.Null();
+  else
+    j.String(d.job_id);
 
   j.Key("input");
   j.BeginObject();
@@ -231,10 +268,11 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   j.KVInt("unreadable_files", unreadable);
   j.Key("limits");
   j.BeginObject();
-  for (const auto& [name, cap, over] : {std::tuple<const char*, size_t, uint64_t>{"processes_and_ranks", kMaxSubjects, c.over_subject_cap},
-                                        {"communicators", kMaxComms, c.over_comm_cap},
-                                        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap},
-                                        {"flight_recorder_entries", kMaxFrEntriesHeld, c.over_fr_entry_cap}}) {
+  for (const auto& [name, cap, over] :
+       {std::tuple<const char*, size_t, uint64_t>{"processes_and_ranks", kMaxSubjects, c.over_subject_cap},
+        {"communicators", kMaxComms, c.over_comm_cap},
+        {"keys_per_fact", kMaxKeysPerFact, c.over_key_cap},
+        {"flight_recorder_entries", kMaxFrEntriesHeld, c.over_fr_entry_cap}}) {
     j.Key(name);
     j.BeginObject();
     j.KVInt("cap", static_cast<int64_t>(cap));
@@ -307,8 +345,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
   for (int si : live) {
     const Subject& s = st.subjects()[si];
     j.BeginObject();
-    if (s.rank >= 0) j.KVInt("rank", s.rank);
-    else j.Key("rank"), j.Null();
+    if (s.rank >= 0)
+      j.KVInt("rank", s.rank);
+    else
+      j.Key("rank"), j.Null();
     j.KV("label", s.label);
     j.KV("host", s.host);
     if (s.pid >= 0) j.KVInt("pid", s.pid);
@@ -382,8 +422,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
                         {"op_type", &f.op_type},
                         {"sequence", &f.sequence}}) {
       j.Key(k);
-      if (v->empty()) j.Null();
-      else j.String(*v);
+      if (v->empty())
+        j.Null();
+      else
+        j.String(*v);
     }
     j.KVInt("count", f.count);
     j.Key("evidence");
@@ -402,11 +444,15 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
       j.KV("title", Bounded(k.title));
       j.KV("component", k.component);
       j.Key("affected");
-      if (k.affected.value.empty()) j.Null();
-      else j.String(k.affected_range.text());
+      if (k.affected.value.empty())
+        j.Null();
+      else
+        j.String(k.affected_range.text());
       j.Key("fixed_in");
-      if (k.fixed_in.value.empty()) j.Null();
-      else j.String(k.fixed_in.value);
+      if (k.fixed_in.value.empty())
+        j.Null();
+      else
+        j.String(k.fixed_in.value);
       j.Key("affected_only");
       j.Bool(k.affected_only);
       j.KV("status", n.status);
@@ -422,8 +468,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     for (const auto& e : f.explained_by) j.String(e);
     j.EndArray();
     j.Key("nccl_result");
-    if (f.result.empty()) j.Null();
-    else j.String(f.result);
+    if (f.result.empty())
+      j.Null();
+    else
+      j.String(f.result);
     j.Key("primary");
     j.Bool(f.primary);
     j.KV("owner", OwnerName(f.owner));
@@ -442,8 +490,10 @@ std::string RenderJson(const JobState& st, const Diagnosis& d) {
     }
     for (auto [name, seen] : {std::pair<const char*, const Seen*>{"first_seen", &f.first}, {"last_seen", &f.last}}) {
       j.Key(name);
-      if (seen->time < 0) j.Null();
-      else j.String(FormatSecondsOfYear(seen->time));
+      if (seen->time < 0)
+        j.Null();
+      else
+        j.String(FormatSecondsOfYear(seen->time));
     }
     j.KV("instance", f.instance);
     j.KV("fingerprint", f.fingerprint);
@@ -471,13 +521,15 @@ std::string KnownIssueLine(const KnownIssueNote& n) {
     // A mechanism of the environment or of usage: no release has or lacks it.
     return out + ", applies to every " + lib + " release";
   }
-  out += k.fixed_in.value.empty() ? ", not fixed in any " + lib + " release" : ", fixed in " + lib + " " + k.fixed_in.value;
+  out += k.fixed_in.value.empty() ? ", not fixed in any " + lib + " release"
+                                  : ", fixed in " + lib + " " + k.fixed_in.value;
   if (n.status == "affected") {
     out += "; this log's " + lib + " " + versions + (n.versions.size() == 1 ? " is" : " are") + " affected";
   } else if (n.status == "fixed") {
     out += "; should be fixed in this version (" + lib + " " + versions + "): if it still happens, look further";
   } else if (n.status == "not_affected") {
-    out += "; this log's " + lib + " " + versions + " is outside the affected releases (" + k.affected_range.text() + ")";
+    out +=
+        "; this log's " + lib + " " + versions + " is outside the affected releases (" + k.affected_range.text() + ")";
   } else {
     out += "; the log does not say its " + lib + " version" +
            (k.affected_only ? ", so the finding stands unconfirmed" : "");
@@ -534,15 +586,16 @@ std::string InputLine(const JobState& st) {
   std::string fams;
   for (int i = 0; i < kNumFamilies; ++i) {
     if (!c.family_lines[i]) continue;
-    fams += (fams.empty() ? "" : ", ") + fmt::format("{} {}", FamilyName(static_cast<Family>(i)),
-                                                         WithCommas(c.family_lines[i]));
+    fams += (fams.empty() ? "" : ", ") +
+            fmt::format("{} {}", FamilyName(static_cast<Family>(i)), WithCommas(c.family_lines[i]));
   }
-  std::string out = fmt::format("scanned {} file{}, {}, {} lines ({})", st.files().size(),
-                                st.files().size() == 1 ? "" : "s", HumanBytes(c.bytes), WithCommas(c.lines),
-                                fams.empty() ? "empty" : fams);
+  std::string out =
+      fmt::format("scanned {} file{}, {}, {} lines ({})", st.files().size(), st.files().size() == 1 ? "" : "s",
+                  HumanBytes(c.bytes), WithCommas(c.lines), fams.empty() ? "empty" : fams);
   out += fmt::format("; {} rank{} on {} host{}", ranks, ranks == 1 ? "" : "s", st.Hosts().size(),
                      st.Hosts().size() == 1 ? "" : "s");
-  if (!st.comms().empty()) out += fmt::format(", {} communicator{}", st.comms().size(), st.comms().size() == 1 ? "" : "s");
+  if (!st.comms().empty())
+    out += fmt::format(", {} communicator{}", st.comms().size(), st.comms().size() == 1 ? "" : "s");
   if (!versions.empty()) out += "; NCCL " + versions;
   return out;
 }
@@ -624,23 +677,26 @@ std::vector<std::string> LimitNotes(const JobState& st) {
   const Counters& c = st.counters();
   std::vector<std::string> notes;
   if (c.over_subject_cap) {
-    notes.push_back(fmt::format("limit: more than {} processes and ranks; {} line(s) of the others are summarised as "
-                                "one subject, '(more processes and ranks than the subject cap)'",
-                                kMaxSubjects, c.over_subject_cap));
+    notes.push_back(
+        fmt::format("limit: more than {} processes and ranks; {} line(s) of the others are summarised as "
+                    "one subject, '(more processes and ranks than the subject cap)'",
+                    kMaxSubjects, c.over_subject_cap));
   }
   if (c.over_comm_cap) {
-    notes.push_back(fmt::format("limit: more than {} communicators; {} line(s) of the others were read for facts and "
-                                "findings but their communicators are not tracked",
-                                kMaxComms, c.over_comm_cap));
+    notes.push_back(
+        fmt::format("limit: more than {} communicators; {} line(s) of the others were read for facts and "
+                    "findings but their communicators are not tracked",
+                    kMaxComms, c.over_comm_cap));
   }
   if (c.over_key_cap) {
     notes.push_back(fmt::format("limit: {} value(s) of keyed facts past {} keys on one process were dropped",
                                 c.over_key_cap, kMaxKeysPerFact));
   }
   if (c.over_fr_entry_cap) {
-    notes.push_back(fmt::format("limit: {} older Flight Recorder entries were not kept (each dump keeps its newest {}; "
-                                "past {} entries held, its newest {})",
-                                c.over_fr_entry_cap, kMaxFrEntriesPerDump, kMaxFrEntriesHeld, kFrEntriesPastBound));
+    notes.push_back(
+        fmt::format("limit: {} older Flight Recorder entries were not kept (each dump keeps its newest {}; "
+                    "past {} entries held, its newest {})",
+                    c.over_fr_entry_cap, kMaxFrEntriesPerDump, kMaxFrEntriesHeld, kFrEntriesPastBound));
   }
   return notes;
 }
@@ -671,7 +727,6 @@ std::string HealthLine(const JobState& st) {
   return out + "; nothing at warning or above";
 }
 
-
 }  // namespace
 
 std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
@@ -682,8 +737,8 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   std::string out;
   const std::string status = StatusHeadline(d.status);
   static const std::map<std::string, const char*> kStatusColor = {
-      {"FAIL", "31;1"},    {"CRASHED", "31;1"}, {"HUNG", "31;1"}, {"INCOMPLETE", "35;1"},
-      {"WARN", "33;1"},    {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
+      {"FAIL", "31;1"}, {"CRASHED", "31;1"}, {"HUNG", "31;1"},    {"INCOMPLETE", "35;1"},
+      {"WARN", "33;1"}, {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
   out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
                      sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
   out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
@@ -997,15 +1052,16 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
   auto add_rules = [&](const std::vector<CompiledRule>& rs, bool enabled) {
     for (const auto& r : rs) {
       const LineRule& s = r.spec;
-      rows.push_back({s.id.value, "line", CategoryName(s.category), s.finding.present ? SeverityName(s.finding.severity) : nullptr,
-                      s.title, s.id.pos, enabled, s.references, s.known_issues});
+      rows.push_back({s.id.value, "line", CategoryName(s.category),
+                      s.finding.present ? SeverityName(s.finding.severity) : nullptr, s.title, s.id.pos, enabled,
+                      s.references, s.known_issues});
     }
   };
   auto add_correlations = [&](const std::vector<CompiledCorrelation>& cs, bool enabled) {
     for (const auto& c : cs) {
       const CorrelationRule& s = c.spec;
-      rows.push_back({s.id.value, KindName(s.kind), CategoryName(s.category), SeverityName(s.finding.severity), s.title, s.id.pos,
-                      enabled, s.references, s.known_issues});
+      rows.push_back({s.id.value, KindName(s.kind), CategoryName(s.category), SeverityName(s.finding.severity), s.title,
+                      s.id.pos, enabled, s.references, s.known_issues});
     }
   };
   add_rules(rules.rules(), true);
@@ -1030,8 +1086,10 @@ std::string RenderRuleList(const RuleSet& rules, bool json) {
     j.KV("kind", r.kind);
     j.KV("category", r.category);
     j.Key("severity");
-    if (r.severity) j.String(r.severity);
-    else j.Null();
+    if (r.severity)
+      j.String(r.severity);
+    else
+      j.Null();
     j.KV("title", r.title);
     j.KV("source", r.pos.file);
     j.KVInt("line", r.pos.line);

@@ -24,11 +24,11 @@ const char* ToolVersion();
 // a log with a storm of distinct messages cannot produce a report nobody can
 // read or store. Findings are ranked, so the cut keeps the worst ones; the
 // primary finding is always kept.
-inline constexpr size_t kMaxJsonFindings = 200;     // JSON: then "findings_omitted"
-inline constexpr size_t kMaxReportFindings = 50;    // text and markdown, per list
-inline constexpr size_t kMaxFieldText = 2000;       // bytes of one explanation, fix, title, headline
-inline constexpr size_t kMaxCellText = 160;         // bytes of one cell of a table (--ranks)
-inline constexpr size_t kMaxRankRows = 1000;        // rows of the --ranks table
+inline constexpr size_t kMaxJsonFindings = 200;   // JSON: then "findings_omitted"
+inline constexpr size_t kMaxReportFindings = 50;  // text and markdown, per list
+inline constexpr size_t kMaxFieldText = 2000;     // bytes of one explanation, fix, title, headline
+inline constexpr size_t kMaxCellText = 160;       // bytes of one cell of a table (--ranks)
+inline constexpr size_t kMaxRankRows = 1000;      // rows of the --ranks table
 
 struct ReportOptions {
   bool color = false;
@@ -36,7 +36,7 @@ struct ReportOptions {
   // text: wrap prose and evidence to this many columns (the terminal's width);
   // 0: no wrapping (not a terminal).
   int width = 0;
-  bool ranks = false;    // text and markdown: add the per-rank table
+  bool ranks = false;  // text and markdown: add the per-rank table
 };
 
 // Every string from the input is escaped for the output it goes to: JSON by

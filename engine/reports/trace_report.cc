@@ -93,9 +93,7 @@ constexpr int64_t kMaxLogNs = 1000000000000000000;
 constexpr int64_t kMaxDurationNs = 100000000000000000;
 constexpr int64_t kMaxDurationMs = kMaxDurationNs / 1000000;
 
-int64_t LogNs(double t) {
-  return t >= 0 && t * 1e9 < static_cast<double>(kMaxLogNs) ? std::llround(t * 1e9) : kNoTime;
-}
+int64_t LogNs(double t) { return t >= 0 && t * 1e9 < static_cast<double>(kMaxLogNs) ? std::llround(t * 1e9) : kNoTime; }
 int64_t DumpNs(double t) { return t >= 0 && t < static_cast<double>(kMaxDumpNs) ? std::llround(t) : kNoTime; }
 // Milliseconds as a duration in nanoseconds, capped at kMaxDurationNs.
 int64_t DurationNs(int64_t ms) { return std::min(ms, kMaxDurationMs) * 1000000; }
@@ -724,7 +722,7 @@ class TraceBuilder {
   std::vector<Track> tracks_;
   std::map<int, int> rank_track_;
   std::map<int, int> subject_track_;
-  std::map<int, std::vector<int>> file_tracks_;  // file -> tracks of the live subjects that wrote it
+  std::map<int, std::vector<int>> file_tracks_;              // file -> tracks of the live subjects that wrote it
   std::map<const Finding*, std::vector<int>> sorted_ranks_;  // TrackFor's lookups
   std::vector<int> culprits_;
   std::vector<int> dump_track_;  // per Flight Recorder file

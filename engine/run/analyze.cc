@@ -15,7 +15,8 @@ Analysis Analyze(const RuleSet& rules, const std::vector<std::string>& paths, co
     uint64_t total = 0;
     for (const auto& f : in.files) {
       struct stat st;
-      if (f.path != "-" && stat(f.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
+      if (f.path != "-" && stat(f.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        total += static_cast<uint64_t>(st.st_size);
     }
     opts.progress_total->store(total, std::memory_order_relaxed);
   }

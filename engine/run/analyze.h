@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/models/diagnosis.h"
-#include "engine/state/job_state.h"
 #include "engine/scan/scanner.h"
+#include "engine/state/job_state.h"
 
 namespace ncclscan {
 

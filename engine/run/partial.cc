@@ -1,23 +1,22 @@
 #include "engine/run/partial.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "engine/io/replace_file.h"
-#include "engine/reports/report.h"
 #include "engine/io/source.h"
+#include "engine/reports/report.h"
 
 namespace ncclscan {
 
@@ -1025,8 +1024,7 @@ bool MergeSegments(const RuleSet& rules, PartialFile* all, const std::vector<std
 }  // namespace
 
 bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& paths, const ScanOptions& opts,
-                      const std::string& out_path, std::vector<std::string>* errors, size_t* inputs,
-                      std::string* err) {
+                      const std::string& out_path, std::vector<std::string>* errors, size_t* inputs, std::string* err) {
   std::vector<std::string> args = paths.empty() ? std::vector<std::string>{"-"} : paths;
   const size_t first_error = errors->size();
   ExpandedInputs in = ExpandInputs(args, opts.globs, errors);

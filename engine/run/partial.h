@@ -94,8 +94,7 @@ std::string RulesSignature(const RuleSet& rules);
 // partial); *inputs counts the files opened. False with *err when the partial
 // cannot be written.
 bool WritePartialScan(const RuleSet& rules, const std::vector<std::string>& paths, const ScanOptions& opts,
-                      const std::string& out_path, std::vector<std::string>* errors, size_t* inputs,
-                      std::string* err);
+                      const std::string& out_path, std::vector<std::string>* errors, size_t* inputs, std::string* err);
 
 // Merges partial files into one finalized analysis (its errors: the input
 // problems the partials recorded). False with *err naming the file when one

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/state/job_state.h"
 #include "engine/io/source.h"
+#include "engine/state/job_state.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
@@ -31,7 +31,7 @@ namespace ncclscan {
 inline constexpr size_t kMaxChunksInFlight = 18;
 
 struct ScanOptions {
-  int jobs = 0;                    // 0 = all cores
+  int jobs = 0;  // 0 = all cores
   // Bytes per pipeline token. Small enough that the chunks in flight stay in
   // cache between the read and the parse (128 KiB measured ~10% faster at -j2
   // than 1 MiB); results do not depend on it.

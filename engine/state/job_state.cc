@@ -90,21 +90,6 @@ void InsertSetValue(std::vector<std::string>* values, std::string_view v) {
   if ((it == values->end() || *it != v) && values->size() < kMaxSetValues) values->insert(it, std::string(v));
 }
 
-namespace {
-
-// The key of the subject past kMaxSubjects (process keys start "P ", ranks
-// "R ", streams "F ").
-constexpr const char* kOverCapKey = "O";
-
-std::string ProcessKey(std::string_view host, int64_t pid) {
-  std::string k = "P ";
-  k.append(host.data(), host.size());
-  k += ":" + std::to_string(pid);
-  return k;
-}
-
-}  // namespace
-
 bool SeenBefore(const Seen& a, const Seen& b) {
   if (a.time >= 0 && b.time >= 0 && a.time != b.time) return a.time < b.time;
   if (a.file != b.file) return a.file < b.file;
@@ -113,12 +98,16 @@ bool SeenBefore(const Seen& a, const Seen& b) {
 
 bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_view current) {
   switch (spec.merge) {
-    case MergeMode::kLast: return true;
-    case MergeMode::kMax: return CompareNumeric(incoming, current, spec.hex) > 0;
-    case MergeMode::kMin: return CompareNumeric(incoming, current, spec.hex) < 0;
+    case MergeMode::kLast:
+      return true;
+    case MergeMode::kMax:
+      return CompareNumeric(incoming, current, spec.hex) > 0;
+    case MergeMode::kMin:
+      return CompareNumeric(incoming, current, spec.hex) < 0;
     case MergeMode::kFirst:
     case MergeMode::kSet:
-    case MergeMode::kCount: return false;
+    case MergeMode::kCount:
+      return false;
   }
   return false;
 }
@@ -176,115 +165,6 @@ void JobState::NoteConflict(const std::string& msg) {
   if (std::find(identity_conflicts_.begin(), identity_conflicts_.end(), msg) == identity_conflicts_.end()) {
     identity_conflicts_.push_back(msg);
   }
-}
-
-int JobState::ProcessSubject(std::string_view host, int64_t pid) {
-  // Consecutive lines nearly always come from the same process: skip the map.
-  if (last_process_ >= 0 && subjects_[last_process_].pid == pid && subjects_[last_process_].host == host) {
-    return last_process_;
-  }
-  std::string key = ProcessKey(host, pid);
-  auto it = subject_index_.find(key);
-  if (it != subject_index_.end()) return last_process_ = it->second;
-  Subject s;
-  s.host = std::string(host);
-  s.pid = pid;
-  int idx = NewSubject(std::move(key), std::move(s));
-  return subjects_[idx].pid == pid ? last_process_ = idx : idx;
-}
-
-int JobState::RankSubject(int rank) {
-  std::string key = "R " + std::to_string(rank);
-  auto it = subject_index_.find(key);
-  if (it != subject_index_.end()) return it->second;
-  Subject s;
-  s.rank = rank;
-  return NewSubject(std::move(key), std::move(s));
-}
-
-int JobState::NewSubject(std::string key, Subject s) {
-  if (subjects_.size() >= kMaxSubjects) {
-    counters_.over_subject_cap++;
-    auto it = subject_index_.find(kOverCapKey);
-    if (it != subject_index_.end()) return it->second;
-    // Neither a process nor a rank: its first/last facts keep every value, as
-    // for a stream several processes share.
-    s = Subject();
-    s.label = "(more processes and ranks than the subject cap)";
-    s.over_cap = true;
-    key = kOverCapKey;
-  }
-  s.facts = FactSlots<FactValue>(rules_->facts().size());
-  s.keyed = KeyedSlots(rules_->facts().size());
-  subjects_.push_back(std::move(s));
-  int idx = static_cast<int>(subjects_.size()) - 1;
-  subject_index_.emplace(std::move(key), idx);
-  return idx;
-}
-
-void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
-  int s = ProcessSubject(host, pid);
-  Subject& sub = subjects_[s];
-  if (sub.over_cap) return;
-  if (sub.files.empty() || sub.files.back() != file) {
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-  }
-  if (files_[file].path_rank >= 0) sub.rank_hints[files_[file].path_rank]++;
-}
-
-int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous, int64_t weight) {
-  if (capture_rank >= 0) {
-    int s = RankSubject(capture_rank);
-    previous_subject_[file] = s;
-    return s;
-  }
-  if (previous && previous_subject_[file] >= 0) return previous_subject_[file];
-  const FileInfo& f = files_[file];
-  if (!line.host.empty() && line.pid >= 0) {
-    int s = ProcessSubject(line.host, line.pid);
-    Subject& sub = subjects_[s];
-    if (sub.over_cap) return s;  // its votes would name a rank it is not
-    if (!line.host_hint.empty() && line.host_hint != line.host) {
-      auto h = hint_hosts_.find(line.host_hint);
-      if (h == hint_hosts_.end()) h = hint_hosts_.try_emplace(std::string(line.host_hint)).first;
-      h->second[sub.host] += weight;
-    }
-    if (line.rank_hint >= 0) (line.rank_hint_is_label ? sub.label_hints : sub.rank_hints)[line.rank_hint] += weight;
-    if (line.dev >= 0 && line.dev < 64) sub.devices |= uint64_t{1} << line.dev;
-    if (f.path_rank >= 0) sub.rank_hints[f.path_rank] += weight;
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-    return s;
-  }
-  int rank = line.rank_hint;
-  if (line.rank_hint_is_label && labels_not_ranks_.count(file)) rank = -1;
-  if (rank < 0) rank = f.path_rank;
-  if (rank < 0 && line.family == Family::kTorch && line.pg_rank >= 0 && (line.pg_id.empty() || line.pg_id == "0")) {
-    rank = line.pg_rank;
-  }
-  if (rank >= 0) {
-    int s = RankSubject(rank);
-    Subject& sub = subjects_[s];
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-    if (sub.host.empty() && !line.host_hint.empty() && !sub.over_cap) {
-      sub.host = std::string(line.host_hint);
-      sub.host_from_hint = true;
-    }
-    return s;
-  }
-  if (!f.path_host.empty() && f.path_pid >= 0) return ProcessSubject(f.path_host, f.path_pid);
-  // One per wrapper label: a kubectl dump interleaves the unprefixed lines of several pods.
-  std::string key = "F " + std::to_string(file);
-  if (!line.host_hint.empty()) key.append(" ").append(line.host_hint);
-  auto it = subject_index_.find(key);
-  if (it != subject_index_.end()) return it->second;
-  Subject s;
-  s.label = f.path;
-  s.files.push_back(file);
-  if (!line.host_hint.empty()) {
-    s.host = std::string(line.host_hint);
-    s.host_from_hint = true;
-  }
-  return NewSubject(std::move(key), std::move(s));
 }
 
 namespace {
@@ -413,8 +293,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
       auto it = ptrs.find(comm);
       const bool named = !comm_id.empty();
       if (!named) {
-        comm_id = it != ptrs.end() ? it->second : "ptr:" + subjects_[si].host + ":" +
-                                                      std::to_string(subjects_[si].pid) + ":" + std::string(comm);
+        comm_id = it != ptrs.end()
+                      ? it->second
+                      : "ptr:" + subjects_[si].host + ":" + std::to_string(subjects_[si].pid) + ":" + std::string(comm);
       }
       // Past the communicator cap a new pointer is not remembered either: its
       // lines fall back to the pointer's own id, as when no Init line named it.
@@ -442,9 +323,12 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
         int rank = static_cast<int>(rk);
         if (ci) {
           comm_rank_[si][comm_id] = rank;
-          if (event == "Init START") ci->ranks_started.insert(rank);
-          else if (event == "Init COMPLETE") ci->ranks_completed.insert(rank);
-          else if (StartsWith(event, "Abort")) ci->ranks_aborted.insert(rank);
+          if (event == "Init START")
+            ci->ranks_started.insert(rank);
+          else if (event == "Init COMPLETE")
+            ci->ranks_completed.insert(rank);
+          else if (StartsWith(event, "Abort"))
+            ci->ranks_aborted.insert(rank);
           ci->subjects.insert(si);
         }
         // Start/complete also become facts so correlations can use them.
@@ -484,8 +368,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     // vote like a [rankN] prefix; a communicator's own rank line still wins.
     std::string_view rh = render(r.identity[kIdRankHint], &b1);
     int64_t rhv;
-    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks &&
-        subjects_[si].pid >= 0) {
+    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks && subjects_[si].pid >= 0) {
       subjects_[si].rank_hints[static_cast<int>(rhv)] += 1;
     }
     // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
@@ -588,8 +471,10 @@ void JobState::MergeSubject(int from, int into) {
     KeyedValues& mine = b.keyed.At(f);
     for (const auto& kv : m) {
       auto it = mine.find(kv.first);
-      if (it == mine.end()) mine.emplace(kv.first, kv.second);
-      else MergeValue(rules_->facts()[f], &it->second, kv.second);
+      if (it == mine.end())
+        mine.emplace(kv.first, kv.second);
+      else
+        MergeValue(rules_->facts()[f], &it->second, kv.second);
     }
   }
 }
@@ -687,8 +572,10 @@ void JobState::ResolvePointerComms() {
         FactValue v = std::move(it->second);
         m.erase(it);
         auto t = m.find(to);
-        if (t == m.end()) m.emplace(std::move(to), std::move(v));
-        else MergeValue(spec, &t->second, v);
+        if (t == m.end())
+          m.emplace(std::move(to), std::move(v));
+        else
+          MergeValue(spec, &t->second, v);
       }
     }
   }
@@ -764,9 +651,9 @@ void JobState::Finalize() {
       }
     }
     if (rank >= 0 && hint >= 0 && hint != rank) {
-      NoteConflict(s.host + ":" + std::to_string(s.pid) + " is rank " + std::to_string(rank) +
-                                    " by " + source + " but rank " + std::to_string(hint) +
-                                    " by its file name or line prefix; using " + std::to_string(rank));
+      NoteConflict(s.host + ":" + std::to_string(s.pid) + " is rank " + std::to_string(rank) + " by " + source +
+                   " but rank " + std::to_string(hint) + " by its file name or line prefix; using " +
+                   std::to_string(rank));
     }
     if (s.rank_hints.size() > 1) {
       std::string hs;
@@ -794,8 +681,8 @@ void JobState::Finalize() {
       owner.emplace(s.rank, static_cast<int>(i));
     } else if (it->second != static_cast<int>(i)) {
       const Subject& o = subjects_[it->second];
-      if (s.pid >= 0 && o.pid >= 0 && !s.host.empty() && !o.host.empty() && s.host != o.host &&
-          !s.host_from_hint && !o.host_from_hint) {
+      if (s.pid >= 0 && o.pid >= 0 && !s.host.empty() && !o.host.empty() && s.host != o.host && !s.host_from_hint &&
+          !o.host_from_hint) {
         const std::string other = o.host + ":" + std::to_string(o.pid);
         NoteConflict("rank " + std::to_string(s.rank) + " is claimed by " + other + " and " + s.host + ":" +
                      std::to_string(s.pid) + " (two hosts); both are kept");
@@ -836,8 +723,10 @@ void JobState::Finalize() {
   // 3. Labels; comm membership follows merges.
   for (size_t i = 0; i < subjects_.size(); ++i) {
     Subject& s = subjects_[i];
-    if (s.rank >= 0) s.label = "rank " + std::to_string(s.rank);
-    else if (s.pid >= 0) s.label = s.host + ":" + std::to_string(s.pid);
+    if (s.rank >= 0)
+      s.label = "rank " + std::to_string(s.rank);
+    else if (s.pid >= 0)
+      s.label = s.host + ":" + std::to_string(s.pid);
     if (duplicate[i]) s.label += " (" + s.host + ":" + std::to_string(s.pid) + ")";
   }
   for (auto& kv : comms_) {

@@ -31,6 +31,8 @@ class WireReader;
 
 inline constexpr size_t kMaxEvidencePerFinding = 5;
 inline constexpr size_t kMaxEvidenceText = 512;
+// The value of a rank's `last_line` fact (the evidence keeps the whole line).
+inline constexpr size_t kMaxLastLineValue = 160;
 // A value captured from a line and interpolated into an explanation: a rule's
 // capture can span most of a line, and an explanation quotes several.
 inline constexpr size_t kMaxCaptureText = 512;
@@ -52,8 +54,8 @@ inline constexpr size_t kMaxComms = size_t{1} << 16;
 inline constexpr size_t kMaxKeysPerFact = 4096;
 
 struct Evidence {
-  int file = -1;      // index into JobState::files
-  int64_t line = 0;   // 1-based line number in that file
+  int file = -1;     // index into JobState::files
+  int64_t line = 0;  // 1-based line number in that file
   std::string text;
   double time = -1;
   // The file and line a grep -H -n prefix named (an index into JobState's
@@ -64,7 +66,7 @@ struct Evidence {
 
 // Where a value was seen, for ordering "first" across ranks.
 struct Seen {
-  double time = -1;   // seconds-of-year from a timestamp, -1 if none
+  double time = -1;  // seconds-of-year from a timestamp, -1 if none
   int file = -1;
   int64_t line = 0;
 };
@@ -101,8 +103,8 @@ bool MergeReplaces(const FactSpec& spec, std::string_view incoming, std::string_
 void InsertSetValue(std::vector<std::string>* values, std::string_view v);
 
 struct FactValue {
-  std::string value;                 // first/last/max/min
-  std::vector<std::string> values;   // set (sorted, bounded)
+  std::string value;                // first/last/max/min
+  std::vector<std::string> values;  // set (sorted, bounded)
   int64_t count = 0;
   Evidence evidence;
   Seen seen;
@@ -163,18 +165,18 @@ class KeyedSlots : public FactSlots<KeyedValues> {
 struct Subject {
   std::string host;
   int64_t pid = -1;
-  int rank = -1;                     // resolved global rank (-1 unknown)
-  std::string label;                 // "rank 3" or "host:pid" when rank unknown
+  int rank = -1;      // resolved global rank (-1 unknown)
+  std::string label;  // "rank 3" or "host:pid" when rank unknown
   std::vector<int> files;
-  uint64_t devices = 0;              // bit d: a matched line of it carried the NCCL header's [d] (d < 64)
-  std::map<int, int> rank_hints;     // hinted global rank -> lines
-  std::map<int, int> label_hints;    // srun --label task numbers -> lines (ranks unless the file says otherwise)
-  FactSlots<FactValue> facts;        // unkeyed facts
-  KeyedSlots keyed;                  // keyed facts: key -> value
+  uint64_t devices = 0;            // bit d: a matched line of it carried the NCCL header's [d] (d < 64)
+  std::map<int, int> rank_hints;   // hinted global rank -> lines
+  std::map<int, int> label_hints;  // srun --label task numbers -> lines (ranks unless the file says otherwise)
+  FactSlots<FactValue> facts;      // unkeyed facts
+  KeyedSlots keyed;                // keyed facts: key -> value
   bool merged_away = false;
   int merged_into = -1;
-  bool host_from_hint = false;       // host is a wrapper's label (kubectl pod, pdsh host), not the process's own
-  bool over_cap = false;             // summarises the subjects past kMaxSubjects: never a rank
+  bool host_from_hint = false;  // host is a wrapper's label (kubectl pod, pdsh host), not the process's own
+  bool over_cap = false;        // summarises the subjects past kMaxSubjects: never a rank
 
   // Unkeyed or keyed: does this subject carry the fact at all?
   bool Has(int fact) const {
@@ -185,12 +187,12 @@ struct Subject {
 };
 
 struct CommInfo {
-  std::string id;                    // commId (or "ptr:host:pid:0x…" if unknown)
+  std::string id;  // commId (or "ptr:host:pid:0x…" if unknown)
   int nranks = 0;
   std::set<int> ranks_started;
   std::set<int> ranks_completed;
   std::set<int> ranks_aborted;
-  std::set<int> subjects;            // subject indices of members
+  std::set<int> subjects;  // subject indices of members
 
   // Every rank that logged an init, completion or abort line for this communicator.
   std::set<int> RanksSeen() const {
@@ -205,7 +207,7 @@ struct FileInfo {
   std::string path;
   uint64_t bytes = 0;
   uint64_t lines = 0;
-  std::string error;                 // non-empty: why it could not be read (fully), e.g. "Permission denied"
+  std::string error;  // non-empty: why it could not be read (fully), e.g. "Permission denied"
   int path_rank = -1;
   int path_local_rank = -1;
   std::string path_host;
@@ -214,14 +216,14 @@ struct FileInfo {
 
 struct LineFindingAcc {
   int rule = -1;
-  std::string group;                 // joined group_by values
+  std::string group;                        // joined group_by values
   std::map<std::string, std::string> vars;  // template variables of the first occurrence
   std::set<int> subjects;
   std::vector<Evidence> evidence;
   int64_t count = 0;
   Seen first;
   Seen last;
-  std::string result;                // the ncclResult_t of the return-code chain that followed
+  std::string result;  // the ncclResult_t of the return-code chain that followed
 };
 
 struct Counters {
@@ -231,14 +233,14 @@ struct Counters {
   uint64_t matched_lines = 0;
   uint64_t binary_lines = 0;
   uint64_t nul_lines = 0;
-  uint64_t overlong_lines = 0;       // cut at the maximum line length
+  uint64_t overlong_lines = 0;  // cut at the maximum line length
   uint64_t glued_lines = 0;
-  uint64_t wrapped_joined = 0;       // terminal hard-wrapped lines joined to the line before
-  uint64_t over_subject_cap = 0;     // lines of processes or ranks past kMaxSubjects, summarised as one
-  uint64_t bad_numbers = 0;          // lines with a rank or count too large to be one (ParsedLine::bad_number)
-  uint64_t over_comm_cap = 0;        // lines of communicators past kMaxComms (not tracked)
-  uint64_t over_key_cap = 0;         // values of keyed facts past kMaxKeysPerFact keys (dropped)
-  uint64_t over_fr_entry_cap = 0;    // Flight Recorder entries not kept (HoldFlightRecorder)
+  uint64_t wrapped_joined = 0;     // terminal hard-wrapped lines joined to the line before
+  uint64_t over_subject_cap = 0;   // lines of processes or ranks past kMaxSubjects, summarised as one
+  uint64_t bad_numbers = 0;        // lines with a rank or count too large to be one (ParsedLine::bad_number)
+  uint64_t over_comm_cap = 0;      // lines of communicators past kMaxComms (not tracked)
+  uint64_t over_key_cap = 0;       // values of keyed facts past kMaxKeysPerFact keys (dropped)
+  uint64_t over_fr_entry_cap = 0;  // Flight Recorder entries not kept (HoldFlightRecorder)
 
   // Lines recognised as NCCL, PyTorch or launcher output (blank lines and
   // other text are not).
@@ -254,9 +256,9 @@ struct Counters {
     f(c.bytes);
     f(c.lines);
     for (auto& v : c.family_lines) f(v);
-    for (auto* v : {&c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines, &c.glued_lines,
-                    &c.wrapped_joined, &c.over_subject_cap, &c.bad_numbers, &c.over_comm_cap, &c.over_key_cap,
-                    &c.over_fr_entry_cap}) {
+    for (auto* v :
+         {&c.matched_lines, &c.binary_lines, &c.nul_lines, &c.overlong_lines, &c.glued_lines, &c.wrapped_joined,
+          &c.over_subject_cap, &c.bad_numbers, &c.over_comm_cap, &c.over_key_cap, &c.over_fr_entry_cap}) {
       f(*v);
     }
   }
@@ -297,6 +299,10 @@ class JobState {
 
   // A line of `file` with an NCCL header from host:pid (registers the process).
   void NoteProcess(int file, std::string_view host, int64_t pid);
+  // The last line of `file` under a rank's own prefix in a chunk (any line,
+  // read by a rule or not): the rank's subject exists and its `last_line`
+  // fact says what it printed last.
+  void NoteRankLine(int file, int64_t line_no, const ParsedLine& line);
   // One rule match on one line. `groups` are RE2 captures.
   void Apply(int file, int64_t line_no, const ParsedLine& line, int rule, const re2::StringPiece* groups,
              int num_groups);
@@ -305,10 +311,10 @@ class JobState {
   // merge keeps and how many lines set it. Same state as Apply() on each line.
   struct FoldedFact {
     int fact;
-    std::string_view key;    // rendered, before comm-pointer translation
+    std::string_view key;  // rendered, before comm-pointer translation
     std::string_view value;
     int64_t count;
-    EvidenceRef ev;          // the line whose value is kept
+    EvidenceRef ev;  // the line whose value is kept
   };
   void ApplyFolded(int file, const ParsedLine& line, int64_t lines, const FoldedFact* facts, int num_facts);
 
@@ -353,7 +359,8 @@ class JobState {
   std::set<std::string> Hosts() const;
   // The live subject that subject `s` was merged into (s itself if live).
   int LiveSubject(int s) const {
-    while (s >= 0 && static_cast<size_t>(s) < subjects_.size() && subjects_[s].merged_away) s = subjects_[s].merged_into;
+    while (s >= 0 && static_cast<size_t>(s) < subjects_.size() && subjects_[s].merged_away)
+      s = subjects_[s].merged_into;
     return s;
   }
   // Live subjects (not merged away), ordered by rank then label.
@@ -400,22 +407,22 @@ class JobState {
   std::map<std::string, int, std::less<>> origin_index_;
   std::vector<Subject> subjects_;
   std::map<std::string, int, std::less<>> subject_index_;  // "P host:pid" / "R n" / "F file"
-  std::map<std::string, CommInfo> comms_;                   // by commId
+  std::map<std::string, CommInfo> comms_;                  // by commId
   // [subject]: 0xptr -> commId, every Init line of the input (later ones win);
   // pointer communicators are folded into their commId by ResolvePointerComms.
   std::vector<std::map<std::string, std::string, std::less<>>> comm_ptr_;
   // The same, learned in the current file only: lines are translated with it
   // as they come, so that a scan and a merge of one partial per file agree.
   std::vector<std::map<std::string, std::string, std::less<>>> file_comm_ptr_;
-  std::map<int, std::map<std::string, int>> comm_rank_;      // subject -> commId -> rank
-  std::map<int, int> subject_global_rank_;                   // from explicit identity
-  std::map<std::string, std::string> address_owner_;        // ip/host -> host
-  std::map<std::string, LineFindingAcc> line_findings_;     // by rule id + group
-  std::vector<int> previous_subject_;                       // per file: last capture subject
-  int last_process_ = -1;                                   // cache for ProcessSubject
+  std::map<int, std::map<std::string, int>> comm_rank_;  // subject -> commId -> rank
+  std::map<int, int> subject_global_rank_;               // from explicit identity
+  std::map<std::string, std::string> address_owner_;     // ip/host -> host
+  std::map<std::string, LineFindingAcc> line_findings_;  // by rule id + group
+  std::vector<int> previous_subject_;                    // per file: last capture subject
+  int last_process_ = -1;                                // cache for ProcessSubject
   // Wrapper label (kubectl pod, pdsh host) -> host names the labelled processes print themselves -> lines.
   std::map<std::string, std::map<std::string, int64_t>, std::less<>> hint_hosts_;
-  std::vector<std::string> subject_address_;                // first bootstrap/OOB address per subject
+  std::vector<std::string> subject_address_;  // first bootstrap/OOB address per subject
   std::vector<std::string> identity_conflicts_;
   std::vector<FrFile> flight_recorders_;
   size_t fr_entries_held_ = 0;

@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cut = i + 1 == files || nl == std::string_view::npos ? text.size() : nl + 1;
     cut = std::max(cut, at);
     const std::string path = dir + "/f" + std::to_string(i) + ".log";
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(text.data() + at, static_cast<std::streamsize>(cut - at));
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(text.data() + at, static_cast<std::streamsize>(cut - at));
     paths.push_back(path);
     at = cut;
   }

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/run/partial.h"
 #include "engine/reports/report.h"
+#include "engine/run/partial.h"
 #include "rules/rule_loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,218 @@
+// The checks by elimination (engine/models/consensus_checks.h): who is absent.
+// never_joined and missing_dump name the ranks of a known world that left no
+// trace (no log line, no Flight Recorder dump); rank_zero_alone, where no world
+// size is printed, names rank 0 when it alone is known to exist and is silent.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/models/consensus_checks.h"
+#include "engine/models/diagnosis.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+// World size the job itself states: NCCL communicators' nranks (the largest:
+// the world communicator), PyTorch's default process-group size, pg_config.
+int Checks::WorldSize() const {
+  int n = 0;
+  for (const auto& kv : state.comms()) n = std::max(n, kv.second.nranks);
+  const int world = state.rules().fact(Fact::kWorldSize);
+  for (int s : state.LiveSubjects()) {
+    const FactValue* v = state.subjects()[s].Get(world);
+    long double x;
+    if (v && ParseNumber(v->value, false, &x) && x > 0 && x < kMaxRanks) n = std::max(n, static_cast<int>(x));
+  }
+  if (!m.configured_ranks().empty()) n = std::max(n, *m.configured_ranks().rbegin() + 1);
+  return n;
+}
+
+std::set<int> Checks::PresentRanks() const {
+  std::set<int> r = m.dump_ranks();
+  for (int s : state.LiveSubjects()) {
+    if (state.subjects()[s].rank >= 0) r.insert(state.subjects()[s].rank);
+  }
+  return r;
+}
+
+// What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
+std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
+  const int first_error = state.rules().fact(Fact::kFirstError);
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (sub.rank != rank) continue;
+    if (const FactValue* v = sub.Get(first_error)) {
+      if (ev) ev->push_back(v->evidence);
+      return v->value;
+    }
+  }
+  return "";
+}
+
+Checks::Waiting Checks::CollectWaiting() const {
+  const int timeout_seq = state.rules().fact(Fact::kTimeoutSeq);
+  const int timeout_op = state.rules().fact(Fact::kTimeoutOp);
+  const int first_error = state.rules().fact(Fact::kFirstError);
+  Waiting w;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (sub.Has(first_error)) w.own_failure = true;
+    if (sub.rank < 0 || !sub.Has(timeout_seq)) continue;
+    w.ranks.push_back(sub.rank);
+    for (const auto& kv : sub.keyed[timeout_seq]) {
+      if (w.seq.empty()) w.seq = kv.second.value;
+      if (w.evidence.size() < 3) w.evidence.push_back(kv.second.evidence);
+    }
+    if (const FactValue* o = sub.Get(timeout_op); o && w.op.empty()) w.op = o->value;
+  }
+  return w;
+}
+
+int Checks::InferredWorld(const std::set<int>& present) const { return present.empty() ? 0 : *present.rbegin() + 1; }
+
+// never_joined: the world size is known, ranks wait in a collective (the
+// watchdog fired), and some ranks of the world left no trace in any input.
+void Checks::NeverJoined(const CompiledCorrelation& c) const {
+  // With dumps, a rank without one is missing_dump's finding (it says more).
+  if (!m.dump_ranks().empty()) return;
+  const Waiting w = CollectWaiting();
+  // A rank of the input that failed on its own is the better suspect.
+  if (w.own_failure || w.ranks.empty()) return;
+  const std::set<int> present = PresentRanks();
+  int world = WorldSize();
+  std::string source = " (its own logs say so)";
+  const bool inferred = world == 0 && !present.empty();
+  if (inferred) {
+    // No world size printed anywhere: ranks are numbered from 0, so every rank
+    // below the highest that reported exists. Only by elimination among many
+    // reporters: one rank's log alone says nothing about the others. Where
+    // rank 0 is among the silent, rank_zero_alone speaks instead.
+    world = InferredWorld(present);
+    source = fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
+                         *present.rbegin());
+  }
+  std::vector<int> missing;
+  for (int r = 0; r < world; ++r) {
+    if (!present.count(r)) missing.push_back(r);
+  }
+  if (missing.empty()) return;
+  if (inferred && missing.size() >= w.ranks.size()) return;
+  // Rank 0 silent among others: rank_zero_alone names it alone.
+  if (inferred && missing.size() > 1 && missing.front() == 0) return;
+  Vars vars{{"source", source},
+            {"group", "pg 0"},
+            {"op", w.op},
+            {"seq", w.seq},
+            {"missing", CompactRanks(missing)},
+            {"nranks", std::to_string(world)},
+            {"reporters", CompactRanks(w.ranks)}};
+  Emit(c, missing, w.ranks, vars, "world", w.evidence);
+}
+
+// rank_zero_alone: ranks timed out in a collective, no input states the world
+// size, and rank 0 left no trace at all (no line that set a fact of its own:
+// a line of rank 0 that no rule reads does not count yet). By elimination alone nothing could be
+// said (which other ranks exist is unknown), but rank 0 is not like the
+// others: it is where the work only one process does runs — dataset
+// preparation in a main-process-first section, evaluation, checkpoint saving,
+// logging — while the others wait for it in the next collective.
+void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
+  if (!m.dump_ranks().empty()) return;
+  const Waiting w = CollectWaiting();
+  if (w.own_failure || w.ranks.empty()) return;
+  if (std::count(w.ranks.begin(), w.ranks.end(), 0)) return;
+  // A sub-group's collective: whether rank 0 is a member is not known. The
+  // group is the watchdog line's, else its status lines' (PyTorch 2.2+).
+  for (const std::string& pg : WaitingGroups(w)) {
+    if (pg != "0") return;
+  }
+  const std::set<int> present = PresentRanks();
+  std::string what;
+  std::vector<Evidence> ev = w.evidence;
+  if (present.count(0)) {
+    // Rank 0 printed, but nothing of a collective it waited in, an error or
+    // the end of its run: it was busy elsewhere, and its last line says with what.
+    const Subject* zero = nullptr;
+    for (int s : state.LiveSubjects()) {
+      if (state.subjects()[s].rank == 0) zero = &state.subjects()[s];
+    }
+    if (!zero) return;
+    // (PyTorch prints last enqueued / completed work only when its watchdog fires.)
+    for (Fact f : {Fact::kTimeoutSeq, Fact::kTimeoutOp, Fact::kLastEnqueued, Fact::kLastCompleted, Fact::kCrash,
+                   Fact::kOom, Fact::kCleanEnd, Fact::kCommAbort, Fact::kElasticFailed}) {
+      if (zero->Has(state.rules().fact(f))) return;
+    }
+    const FactValue* last = zero->Get(state.rules().fact(Fact::kLastLine));
+    if (!last) return;
+    what = fmt::format("printed no timeout of its own; its last line was \"{}\"", last->value);
+    ev.insert(ev.begin(), last->evidence);
+  } else {
+    // Where the job states its size, never_joined names every rank missing.
+    if (WorldSize() != 0) return;
+    // Rank 0 the only one missing below a reporter: never_joined names it, by
+    // elimination (a stronger reason than rank 0's role).
+    const bool only_rank0_missing = static_cast<int>(present.size()) == InferredWorld(present) - 1;
+    if (only_rank0_missing && w.ranks.size() >= 2) return;
+    what = "left no trace in any input (no line of its own)";
+  }
+  Vars vars{{"op", w.op.empty() ? "a collective" : w.op},
+            {"seq", w.seq.empty() ? "?" : w.seq},
+            {"reporters", CompactRanks(w.ranks)},
+            {"value", what}};
+  Emit(c, {0}, w.ranks, vars, "rank 0", ev);
+}
+
+std::set<std::string> Checks::WaitingGroups(const Waiting& w) const {
+  std::set<std::string> groups;
+  const std::set<int> waiting(w.ranks.begin(), w.ranks.end());
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (!waiting.count(sub.rank)) continue;
+    for (Fact f : {Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastCompleted}) {
+      const int id = state.rules().fact(f);
+      if (id < 0 || id >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[id]) {
+        if (!kv.first.empty()) groups.insert(kv.first);
+      }
+    }
+  }
+  return groups;
+}
+
+// missing_dump: pg_config lists ranks that wrote no dump while others did.
+void Checks::MissingDump(const CompiledCorrelation& c) const {
+  if (m.dump_ranks().empty()) return;
+  // A rank whose file is there but unreadable (truncated, foreign) did dump:
+  // that is an input problem (status partial), not evidence against the rank.
+  std::set<int> unreadable;
+  for (const auto& fi : state.files()) {
+    if (!fi.error.empty()) {
+      int r = RankFromDumpName(fi.path);
+      if (r >= 0) unreadable.insert(r);
+    }
+  }
+  std::vector<int> missing;
+  for (int r : m.configured_ranks()) {
+    if (!m.dump_ranks().count(r) && !unreadable.count(r)) missing.push_back(r);
+  }
+  if (missing.empty()) return;
+  std::vector<Evidence> ev;
+  std::string says;
+  for (int r : missing) {
+    std::string t = TextSays(r, &ev);
+    if (!t.empty()) says += fmt::format(" The text log of rank {} says: {}.", r, t);
+  }
+  std::vector<int> dumped(m.dump_ranks().begin(), m.dump_ranks().end());
+  for (const auto& kv : m.groups()) {
+    for (const auto& rv : kv.second.ranks) {
+      if (ev.size() < kMaxEvidencePerFinding && !rv.second.evidence.text.empty()) ev.push_back(rv.second.evidence);
+      break;
+    }
+    break;
+  }
+  Vars vars{
+      {"missing", CompactRanks(missing)}, {"nranks", std::to_string(m.configured_ranks().size())}, {"value", says}};
+  Emit(c, missing, dumped, vars, "dumps", ev);
+}
+
+}  // namespace ncclscan

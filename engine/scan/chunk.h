@@ -1,0 +1,195 @@
+// The scanner's pipeline token (engine/scan/scanner.cc): a chunk of whole
+// lines of one file and what the parallel stage found in it, and the pool that
+// recycles chunks. Internal to engine/scan.
+//
+// Thread-safety: a Chunk belongs to one pipeline stage at a time; ChunkPool
+// is thread-safe.
+#ifndef NCCLSCAN_ENGINE_SCAN_CHUNK_H_
+#define NCCLSCAN_ENGINE_SCAN_CHUNK_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/state/job_state.h"
+#include "parsers/line_parser.h"
+#include "rules/rule_set.h"
+
+namespace ncclscan {
+namespace scan_detail {
+
+struct MatchEvent {
+  int rule;
+  int num_groups;
+  uint32_t group_begin;
+};
+
+struct LineEvent {
+  ParsedLine line;
+  uint32_t line_index;  // 0-based line within the chunk
+  uint32_t match_begin;
+  uint32_t match_end;
+  int32_t fold = -1;  // >= 0: a folded run (Chunk::folds), `line` its first line
+  // A continuation line before any line of this chunk that sets the rank
+  // context: it inherits from the previous chunk, which the output stage knows.
+  bool orphan = false;
+};
+
+// The rank context continuation lines inherit (see ParseChunk).
+struct CarryRank {
+  int rank = -1;
+  int pg_rank = -1;
+  std::string_view pg;
+  bool is_label = false;
+  void InheritTo(ParsedLine* pl) const {
+    pl->rank_hint = rank;
+    pl->rank_hint_is_label = is_label;
+    pl->pg_rank = pg_rank;
+    pl->pg_id = pg;
+  }
+};
+
+// A run of matches of one foldable rule on lines of one process with no other
+// match between them, reduced in the parallel stage to one entry per fact key:
+// the line whose value the fact's merge keeps, and how many lines set it. The
+// serial stage then does one update per entry instead of one per line (most
+// lines of a traced job are COLL lines that only raise last_opcount).
+struct FoldEntry {
+  int fact;
+  std::string_view key, value;  // into the chunk's data or arena
+  uint32_t count;
+  uint32_t line_index;
+  std::string_view text;  // the kept line, for evidence
+  double time;
+  std::string_view src_file;  // its grep -H -n origin, if any
+  int64_t src_line;
+};
+
+struct FoldedRun {
+  uint32_t lines;
+  uint32_t entry_begin, entry_end;  // in Chunk::fold_entries
+};
+
+struct ProcessNote {
+  std::string_view host;
+  int64_t pid;
+  bool operator==(const ProcessNote& o) const { return pid == o.pid && host == o.host; }
+};
+
+struct ProcessNoteHash {
+  size_t operator()(const ProcessNote& p) const {
+    return std::hash<std::string_view>()(p.host) * 31 + static_cast<size_t>(p.pid);
+  }
+};
+
+// One pipeline token: a chunk of whole lines of one file, and what the
+// parallel stage found in it. Views in the results point into `data`/`arena`.
+struct Chunk {
+  int file = -1;
+  // Files the input stage opened since the previous chunk, this chunk's own
+  // file last: the output stage registers them, so file numbers follow the
+  // order files are read in (archive members are only known while reading).
+  std::vector<std::string> new_files;
+  std::vector<char> data;
+  size_t size = 0;
+  bool overlong = false;        // the chunk ends with a line cut at max_line
+  bool cr_lines = false;        // its file ends lines with CR alone: split at every CR
+  bool label_conflict = false;  // an srun label and an explicit [rankN] disagreed on a line
+
+  // Results of the parallel stage.
+  uint32_t lines = 0;
+  Counters counters;
+  std::vector<LineEvent> events;
+  std::vector<MatchEvent> matches;
+  std::vector<re2::StringPiece> groups;
+  std::vector<ProcessNote> processes;
+  std::unordered_set<ProcessNote, ProcessNoteHash> process_seen;
+  // The last line of each rank under its own prefix (JobState::NoteRankLine):
+  // while parsing, the raw line and its index per rank (`rank_slots`, indexed by
+  // rank, `ranks_used` in first-seen order); at the end, those lines parsed
+  // again, one per rank, in rank order (`rank_lines`).
+  struct RankSlot {
+    std::string_view raw;
+    uint32_t index = 0;
+    bool used = false;
+  };
+  std::vector<RankSlot> rank_slots;
+  std::vector<int> ranks_used;
+  std::vector<LineEvent> rank_lines;
+  std::vector<FoldedRun> folds;
+  std::vector<FoldEntry> fold_entries;
+  bool carry_set = false;  // some line set the rank context; `carry` is the last one
+  CarryRank carry;
+  // The lines the chunk starts with that may continue an interface list left
+  // open by the previous chunk of the file (LineParser::MayContinueInterfaceList):
+  // the serial stage parses them again in that context (ContinueOpenList).
+  struct LeadingLine {
+    std::string_view raw;
+    uint32_t index;
+    Family family;  // as parsed without context
+  };
+  std::vector<LeadingLine> leading;
+  bool all_leading = false;          // every line of the chunk is one of them
+  LineParser::ListContext end_list;  // the list context the chunk's last line left
+
+  // Per-token scratch, reused across chunks. `parser` starts every chunk with
+  // no context (LineParser::ResetStream); `probe` serves trial parses
+  // (JoinsHardWrap), which must not touch the stream's context.
+  Arena arena;
+  LineParser parser;
+  LineParser probe;
+  MatchScratch scratch;
+
+  void Reset() {
+    new_files.clear();
+    size = 0;
+    overlong = false;
+    cr_lines = false;
+    label_conflict = false;
+    lines = 0;
+    counters = Counters();
+    events.clear();
+    matches.clear();
+    groups.clear();
+    processes.clear();
+    process_seen.clear();
+    for (int r : ranks_used) rank_slots[r].used = false;
+    ranks_used.clear();
+    rank_lines.clear();
+    folds.clear();
+    fold_entries.clear();
+    carry_set = false;
+    carry = CarryRank();
+    leading.clear();
+    all_leading = false;
+    arena.Reset();
+  }
+};
+
+class ChunkPool {
+ public:
+  std::unique_ptr<Chunk> Get() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (free_.empty()) return std::make_unique<Chunk>();
+    auto c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  void Put(std::unique_ptr<Chunk> c) {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Chunk>> free_;
+};
+
+}  // namespace scan_detail
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_SCAN_CHUNK_H_
