@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="build-essential cmake ninja-build pkg-config libre2-dev libsimdjson-dev libboost-program-options-dev \
   libtbb-dev libfmt-dev libgtest-dev libyaml-cpp-dev zlib1g-dev libzstd-dev zstd liblzma-dev libarchive-dev python3 python3-jsonschema \
-  ripgrep time gzip util-linux clang libclang-rt-14-dev libbenchmark-dev slurm-wlm munge"
+  ripgrep time gzip util-linux clang clang-format libclang-rt-14-dev libbenchmark-dev slurm-wlm munge"
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 missing=""

@@ -22,7 +22,7 @@
 
 namespace {
 
-std::string g_input;                  // whole file
+std::string g_input;  // whole file
 std::vector<std::string_view> g_lines;
 const ncclscan::RuleSet* g_rules = nullptr;
 

@@ -218,10 +218,9 @@ enum class Fault {
   kPeerClosedStorm,
   kStraggler,
 };
-const char* const kFaultNames[] = {"healthy",         "divergent_rank",   "socket_host",
-                                   "gdr_missing_host", "env_mismatch",     "version_mismatch",
-                                   "ib_error_storm",  "oom_cascade",      "peer_closed_storm",
-                                   "straggler"};
+const char* const kFaultNames[] = {"healthy",           "divergent_rank",   "socket_host",    "gdr_missing_host",
+                                   "env_mismatch",      "version_mismatch", "ib_error_storm", "oom_cascade",
+                                   "peer_closed_storm", "straggler"};
 constexpr int kNumFaults = 10;
 
 enum class Layout { kPerRank, kInterleaved, kTorchrun };
@@ -295,9 +294,9 @@ struct RankInfo {
   // "host:pid:tid [dev] " for the threads that log.
   std::string pfx_main, pfx_init, pfx_tp, pfx_proxy, pfx_service, pfx_watchdog;
   // Fixed pieces of this rank's COLL lines, precomputed (they are most of the output).
-  std::string coll_head;         // pfx_main + "NCCL INFO "
-  std::string coll_tail[2];      // " comm 0x… [nranks=N] stream 0x…" for comm0 / the TP comm
-  std::string c10;  // "[rank3]:"
+  std::string coll_head;     // pfx_main + "NCCL INFO "
+  std::string coll_tail[2];  // " comm 0x… [nranks=N] stream 0x…" for comm0 / the TP comm
+  std::string c10;           // "[rank3]:"
 };
 
 struct Job {
@@ -313,13 +312,12 @@ struct Job {
   int culprit = -1;   // rank
   int bad_host = -1;  // host
   int div_variant = 0;
-  int extra_enq = 0;   // collectives enqueued after the one that hangs
-  uint64_t t0 = 0;     // ns since epoch, job start
+  int extra_enq = 0;  // collectives enqueued after the one that hangs
+  uint64_t t0 = 0;    // ns since epoch, job start
 };
 
 uint64_t BusId(int dev) {
-  static const uint64_t kBus[8] = {0x18000, 0x2a000, 0x3a000, 0x5d000,
-                                   0x9a000, 0xab000, 0xba000, 0xdb000};
+  static const uint64_t kBus[8] = {0x18000, 0x2a000, 0x3a000, 0x5d000, 0x9a000, 0xab000, 0xba000, 0xdb000};
   return dev < 8 ? kBus[dev] : 0x1b000 + static_cast<uint64_t>(dev) * 0x10000;
 }
 
@@ -363,10 +361,10 @@ Job BuildJob(const Options& opt) {
   Rng rng(SplitMix(opt.seed ^ 0x5eed0001ULL));
 
   // 2024-11-22 10:02:17 UTC plus a seed-dependent number of minutes.
-  job.t0 = (static_cast<uint64_t>(DaysFromCivil(2024, 11, 22)) * 86400 + 10 * 3600 + 2 * 60 + 17 +
-            rng.Below(240) * 60) *
-               kNsPerSec +
-           rng.Below(kNsPerSec);
+  job.t0 =
+      (static_cast<uint64_t>(DaysFromCivil(2024, 11, 22)) * 86400 + 10 * 3600 + 2 * 60 + 17 + rng.Below(240) * 60) *
+          kNsPerSec +
+      rng.Below(kNsPerSec);
 
   Ver main_ver;
   ParseVer(opt.nccl_version, &main_ver);
@@ -375,9 +373,7 @@ Job BuildJob(const Options& opt) {
   // The culprit rank (host faults: the bad host is the culprit's). Drawn even when given, so
   // that --culprit does not shift every later random choice.
   uint64_t pick = rng.Below(static_cast<uint64_t>(job.n));
-  job.culprit = opt.fault == Fault::kHealthy ? -1
-                : opt.culprit >= 0            ? opt.culprit
-                                              : static_cast<int>(pick);
+  job.culprit = opt.fault == Fault::kHealthy ? -1 : opt.culprit >= 0 ? opt.culprit : static_cast<int>(pick);
   bool host_fault = opt.fault == Fault::kSocketHost || opt.fault == Fault::kGdrMissingHost ||
                     opt.fault == Fault::kEnvMismatch || opt.fault == Fault::kVersionMismatch ||
                     opt.fault == Fault::kIbErrorStorm || opt.fault == Fault::kPeerClosedStorm;
@@ -562,8 +558,7 @@ class Sink {
         break;
       case Layout::kPerRank:
         for (int r = 0; r < job_.n; ++r) {
-          add(o.out_dir + "/" + job_.hosts[job_.ranks[r].host].name + "/rank" +
-              std::to_string(r) + ".log");
+          add(o.out_dir + "/" + job_.hosts[job_.ranks[r].host].name + "/rank" + std::to_string(r) + ".log");
         }
         for (int h = 0; h < job_.m; ++h) add(o.out_dir + "/" + job_.hosts[h].name + "/agent.log");
         break;
@@ -603,8 +598,7 @@ class Sink {
       // lines with equal stamps keep their order and multi-line blocks stay together.
       order_.resize(recs.size());
       for (size_t i = 0; i < recs.size(); ++i) order_[i] = static_cast<uint32_t>(i);
-      std::stable_sort(order_.begin(), order_.end(),
-                       [&](uint32_t a, uint32_t b) { return recs[a].t < recs[b].t; });
+      std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return recs[a].t < recs[b].t; });
       for (uint32_t i : order_) {
         if (!Write(recs[i], ep.Text(recs[i]), err)) return false;
       }
@@ -850,8 +844,7 @@ class Sink {
 
 enum OpKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
 const char* const kOpNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"};
-const char* const kTorchOpNames[] = {"ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE",
-                                     "BROADCAST"};
+const char* const kTorchOpNames[] = {"ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST"};
 
 struct Op {
   OpKind kind;
@@ -875,8 +868,7 @@ struct Fate {
 
 class Sim {
  public:
-  Sim(const Job& job, Epoch* ep)
-      : job_(&job), ep_(ep), rng_(SplitMix(job.opt.seed ^ 0x5eed0002ULL)) {
+  Sim(const Job& job, Epoch* ep) : job_(&job), ep_(ep), rng_(SplitMix(job.opt.seed ^ 0x5eed0002ULL)) {
     size_t srcs = static_cast<size_t>(job.n + job.m);
     last_t_.assign(srcs, 0);
     op0_.assign(static_cast<size_t>(job.n), 0);
@@ -912,9 +904,7 @@ class Sim {
   uint64_t Jit(uint64_t lo, uint64_t hi) { return lo + rng_.Below(hi - lo + 1); }
 
   Epoch& Info(int r, const std::string& pfx, uint64_t t) {
-    return ep_->Begin(static_cast<uint32_t>(r), kOut, Now(static_cast<uint32_t>(r), t))
-        .S(pfx)
-        .S("NCCL INFO ");
+    return ep_->Begin(static_cast<uint32_t>(r), kOut, Now(static_cast<uint32_t>(r), t)).S(pfx).S("NCCL INFO ");
   }
   // NCCL prints "\n" before a WARN header (§A): an empty line of the same process.
   Epoch& Warn(int r, const std::string& pfx, uint64_t t, std::string_view file_line) {
@@ -952,10 +942,7 @@ class Sim {
     ep_->Pad(static_cast<uint64_t>(civil_.day), 2, '0').C(' ');
     AppendHms(ep_->raw(), civil_);
     ep_->C('.').Pad(t % kNsPerSec / kNsPerMs * 1000, 6, '0').C(' ');
-    return ep_->D(static_cast<uint64_t>(job_->hosts[static_cast<size_t>(h)].agent_pid))
-        .C(' ')
-        .S(path_line)
-        .S("] ");
+    return ep_->D(static_cast<uint64_t>(job_->hosts[static_cast<size_t>(h)].agent_pid)).C(' ').S(path_line).S("] ");
   }
   Epoch& AgentRaw(int h, uint64_t t) {
     uint32_t src = static_cast<uint32_t>(job_->n + h);
@@ -983,10 +970,8 @@ class Sim {
   void TailIbStorm();
   void TailOom();
   void TailPeerClosed();
-  void TimeoutBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done,
-                    uint64_t ran_ms);
-  void ErrorBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done,
-                  const std::string& last_error);
+  void TimeoutBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done, uint64_t ran_ms);
+  void ErrorBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done, const std::string& last_error);
   void AbortLines(int r, uint64_t t);
   void Frames(int r, uint64_t t, const char* fn1);
   void PlanFailure(int r, uint64_t start, uint64_t min_ms, uint64_t max_ms, int code);
@@ -1057,7 +1042,7 @@ void Sim::ChannelLines(int r, bool tp, uint64_t* t) {
   const std::string& pfx = tp ? k.pfx_tp : k.pfx_init;
   int nranks = tp ? job_->rph : job_->n;
   if (nranks < 2) return;
-  int base = tp ? r - k.local : 0;  // global rank of comm rank 0
+  int base = tp ? r - k.local : 0;   // global rank of comm rank 0
   bool old_ids = !v.AtLeast(18, 3);  // busId hex in brackets until 2.18.1 (§B)
   auto peer_id = [&](Epoch& e, int g) {
     e.D(static_cast<uint64_t>(g - base)).C('[');
@@ -1091,9 +1076,15 @@ void Sim::ChannelLines(int r, bool tp, uint64_t* t) {
     if ((recv_net || send_net) && !gdr_said) {
       gdr_said = true;
       *t += Jit(100 * kNsPerUs, 2 * kNsPerMs);
-      Info(r, pfx, *t).S("NET/IB : GPU Direct RDMA ").S(h.gdr ? "Enabled" : "Disabled")
-          .S(" for HCA ").D(static_cast<uint64_t>(k.nic)).S(" 'mlx5_")
-          .D(static_cast<uint64_t>(k.nic)).S("'").End();
+      Info(r, pfx, *t)
+          .S("NET/IB : GPU Direct RDMA ")
+          .S(h.gdr ? "Enabled" : "Disabled")
+          .S(" for HCA ")
+          .D(static_cast<uint64_t>(k.nic))
+          .S(" 'mlx5_")
+          .D(static_cast<uint64_t>(k.nic))
+          .S("'")
+          .End();
     }
     if (recv_net) {
       *t += Jit(50 * kNsPerUs, 3 * kNsPerMs);
@@ -1144,19 +1135,41 @@ void Sim::InitComm(int r, bool tp, uint64_t* t) {
     // Seconds with 6 decimals, in microseconds; the total is the sum of the parts.
     uint64_t create = Jit(10, 99), send = Jit(100, 999), recv = Jit(1000, 800000);
     uint64_t ring = Jit(1000, 9999);
-    Info(r, pfx, adv(20000, 400000)).S("Bootstrap timings total ")
-        .F(create + send + recv + ring, 6).S(" (create ").F(create, 6).S(", send ").F(send, 6)
-        .S(", recv ").F(recv, 6).S(", ring ").F(ring, 6).S(", delay 0.000000)").End();
+    Info(r, pfx, adv(20000, 400000))
+        .S("Bootstrap timings total ")
+        .F(create + send + recv + ring, 6)
+        .S(" (create ")
+        .F(create, 6)
+        .S(", send ")
+        .F(send, 6)
+        .S(", recv ")
+        .F(recv, 6)
+        .S(", ring ")
+        .F(ring, 6)
+        .S(", delay 0.000000)")
+        .End();
   }
   if (v.AtLeast(20)) {
-    Info(r, pfx, adv(1000, 30000)).S("comm ").P(tp ? k.comm_tp : k.comm0).S(" rank ")
-        .D(static_cast<uint64_t>(me)).S(" nRanks ").D(static_cast<uint64_t>(nranks))
-        .S(" nNodes ").D(static_cast<uint64_t>(tp ? 1 : job_->m)).S(" localRanks ")
-        .D(static_cast<uint64_t>(job_->rph)).S(" localRank ").D(static_cast<uint64_t>(k.local))
-        .S(" MNNVL 0").End();
+    Info(r, pfx, adv(1000, 30000))
+        .S("comm ")
+        .P(tp ? k.comm_tp : k.comm0)
+        .S(" rank ")
+        .D(static_cast<uint64_t>(me))
+        .S(" nRanks ")
+        .D(static_cast<uint64_t>(nranks))
+        .S(" nNodes ")
+        .D(static_cast<uint64_t>(tp ? 1 : job_->m))
+        .S(" localRanks ")
+        .D(static_cast<uint64_t>(job_->rph))
+        .S(" localRank ")
+        .D(static_cast<uint64_t>(k.local))
+        .S(" MNNVL 0")
+        .End();
   }
-  Info(r, pfx, adv(100, 3000)).S("NVLS multicast support is not available on dev ")
-      .D(static_cast<uint64_t>(k.dev)).End();
+  Info(r, pfx, adv(100, 3000))
+      .S("NVLS multicast support is not available on dev ")
+      .D(static_cast<uint64_t>(k.dev))
+      .End();
   if (me == 0) {
     for (int c = 0; c < job_->opt.channels; ++c) {
       Epoch& e = Info(r, pfx, adv(10, 200)).S("Channel ").Pad(static_cast<uint64_t>(c), 2, '0');
@@ -1173,8 +1186,14 @@ void Sim::InitComm(int r, bool tp, uint64_t* t) {
   {
     Epoch& e = Info(r, pfx, adv(10, 500)).S("Trees");
     for (int c = 0; c < job_->opt.channels; ++c) {
-      e.S(" [").D(static_cast<uint64_t>(c)).S("] ").I(me + 1 < nranks ? me + 1 : -1)
-          .S("/-1/-1->").D(static_cast<uint64_t>(me)).S("->").I(me - 1);
+      e.S(" [")
+          .D(static_cast<uint64_t>(c))
+          .S("] ")
+          .I(me + 1 < nranks ? me + 1 : -1)
+          .S("/-1/-1->")
+          .D(static_cast<uint64_t>(me))
+          .S("->")
+          .I(me - 1);
     }
     e.End();
   }
@@ -1182,14 +1201,16 @@ void Sim::InitComm(int r, bool tp, uint64_t* t) {
   ChannelLines(r, tp, t);
   bool gdr_used = !h.socket && h.gdr && !tp && job_->m > 1;
   if (v.AtLeast(24)) {
-    Info(r, pfx, adv(1000, 50000)).S("Connected all rings, use ring PXN 0 GDR ")
-        .D(gdr_used ? 1 : 0).End();
+    Info(r, pfx, adv(1000, 50000)).S("Connected all rings, use ring PXN 0 GDR ").D(gdr_used ? 1 : 0).End();
   } else {
     Info(r, pfx, adv(1000, 50000)).S("Connected all rings").End();
   }
   Info(r, pfx, adv(1000, 20000)).S("Connected all trees").End();
-  Info(r, pfx, adv(10, 500)).S("threadThresholds 8/8/64 | ")
-      .D(8 * static_cast<uint64_t>(nranks)).S("/8/64 | 512 | 512").End();
+  Info(r, pfx, adv(10, 500))
+      .S("threadThresholds 8/8/64 | ")
+      .D(8 * static_cast<uint64_t>(nranks))
+      .S("/8/64 | 512 | 512")
+      .End();
   {
     uint64_t ch = static_cast<uint64_t>(job_->opt.channels);
     Epoch& e = Info(r, pfx, adv(10, 300)).D(ch).S(" coll channels, ");
@@ -1198,18 +1219,35 @@ void Sim::InitComm(int r, bool tp, uint64_t* t) {
   }
   if (v.AtLeast(22)) {
     // Seconds with 2 decimals, in centiseconds; the total is the sum of the parts.
-    uint64_t part[8] = {Jit(5, 30), v.AtLeast(23) ? Jit(0, 3) : 0, Jit(10, 90), Jit(0, 5),
-                        Jit(5, 40), Jit(0, 3), Jit(5, 60), Jit(0, 4)};
+    uint64_t part[8] = {
+        Jit(5, 30), v.AtLeast(23) ? Jit(0, 3) : 0, Jit(10, 90), Jit(0, 5), Jit(5, 40), Jit(0, 3), Jit(5, 60),
+        Jit(0, 4)};
     uint64_t total = 0;
     for (uint64_t x : part) total += x;
     Epoch& e = Info(r, pfx, adv(10, 500));
     e.S(v.AtLeast(23) ? "Init timings - ncclCommInitRankConfig: rank " : "Init timings: rank ")
-        .D(static_cast<uint64_t>(me)).S(" nranks ").D(static_cast<uint64_t>(nranks))
-        .S(" total ").F(total, 2).S(" (kernels ").F(part[0], 2);
+        .D(static_cast<uint64_t>(me))
+        .S(" nranks ")
+        .D(static_cast<uint64_t>(nranks))
+        .S(" total ")
+        .F(total, 2)
+        .S(" (kernels ")
+        .F(part[0], 2);
     if (v.AtLeast(23)) e.S(", alloc ").F(part[1], 2);
-    e.S(", bootstrap ").F(part[2], 2).S(", allgathers ").F(part[3], 2).S(", topo ")
-        .F(part[4], 2).S(", graphs ").F(part[5], 2).S(", connections ").F(part[6], 2)
-        .S(", rest ").F(part[7], 2).S(")").End();
+    e.S(", bootstrap ")
+        .F(part[2], 2)
+        .S(", allgathers ")
+        .F(part[3], 2)
+        .S(", topo ")
+        .F(part[4], 2)
+        .S(", graphs ")
+        .F(part[5], 2)
+        .S(", connections ")
+        .F(part[6], 2)
+        .S(", rest ")
+        .F(part[7], 2)
+        .S(")")
+        .End();
   }
   InitLine(r, tp, "COMPLETE", adv(100, 3000));
 }
@@ -1218,8 +1256,7 @@ void Sim::InitAgents() {
   const Job& job = *job_;
   if (job.agents) {
     static const char* const kBanner[] = {
-        "",
-        "*****************************************",
+        "", "*****************************************",
         "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
         "avoid your system being overloaded, please further tune the variable for optimal "
         "performance in your application as needed. ",
@@ -1245,19 +1282,34 @@ void Sim::InitRanks(int lo, int hi) {
       return t;
     };
     if (r == 0) {
-      Raw(r, kOut, t).S("Building model: 7.24B parameters, world_size=").D(static_cast<uint64_t>(job.n))
-          .S(", tensor_parallel=").D(static_cast<uint64_t>(job.has_tp ? job.rph : 1)).End();
+      Raw(r, kOut, t)
+          .S("Building model: 7.24B parameters, world_size=")
+          .D(static_cast<uint64_t>(job.n))
+          .S(", tensor_parallel=")
+          .D(static_cast<uint64_t>(job.has_tp ? job.rph : 1))
+          .End();
     }
-    Info(r, k.pfx_main, adv(300000, 900000)).S(v.AtLeast(24) ? "Bootstrap: Using " : "Bootstrap : Using ")
-        .S("eth0:").S(h.ip).S("<0>").End();
+    Info(r, k.pfx_main, adv(300000, 900000))
+        .S(v.AtLeast(24) ? "Bootstrap: Using " : "Bootstrap : Using ")
+        .S("eth0:")
+        .S(h.ip)
+        .S("<0>")
+        .End();
     if (v.AtLeast(23)) {
-      Info(r, k.pfx_main, adv(100, 2000)).S("NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.").End();
+      Info(r, k.pfx_main, adv(100, 2000))
+          .S("NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.")
+          .End();
     } else if (v.AtLeast(21)) {
       Info(r, k.pfx_main, adv(100, 2000)).S("NET/Plugin: Using internal network plugin.").End();
     } else if (v.AtLeast(19)) {
-      Info(r, k.pfx_main, adv(100, 2000)).S("NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory No plugin found (libnccl-net.so), using internal implementation").End();
+      Info(r, k.pfx_main, adv(100, 2000))
+          .S("NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory No plugin "
+             "found (libnccl-net.so), using internal implementation")
+          .End();
     } else {
-      Info(r, k.pfx_main, adv(100, 2000)).S("NET/Plugin : No plugin found (libnccl-net.so), using internal implementation").End();
+      Info(r, k.pfx_main, adv(100, 2000))
+          .S("NET/Plugin : No plugin found (libnccl-net.so), using internal implementation")
+          .End();
     }
     Info(r, k.pfx_main, adv(10, 500)).S("cudaDriverVersion ").D(job.vers[0].AtLeast(24) ? 12080 : 12040).End();
     if (v.AtLeast(22)) {
@@ -1268,13 +1320,14 @@ void Sim::InitRanks(int lo, int hi) {
     for (const auto& kv : h.env) {
       Epoch& e = Info(r, k.pfx_main, adv(10, 300)).S(kv.first).S(" set by environment to ").S(kv.second);
       // Integer parameters print with a trailing period, strings without (§B).
-      bool integer = !kv.second.empty() &&
-                     kv.second.find_first_not_of("-0123456789") == std::string::npos;
+      bool integer = !kv.second.empty() && kv.second.find_first_not_of("-0123456789") == std::string::npos;
       if (integer) e.C('.');
       e.End();
     }
     if (v.AtLeast(26)) {
-      Info(r, k.pfx_main, adv(10, 500)).S("TUNER/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. Using internal tuner plugin.").End();
+      Info(r, k.pfx_main, adv(10, 500))
+          .S("TUNER/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. Using internal tuner plugin.")
+          .End();
     }
     adv(20000, 90000);
     if (h.socket) {
@@ -1325,10 +1378,23 @@ void Sim::Coll(int r, const Op& op, uint64_t t) {
     send = k.buf[3];
     recv = k.buf[2];
   }
-  ep_->Begin(static_cast<uint32_t>(r), kOut, Now(static_cast<uint32_t>(r), t)).S(k.coll_head)
-      .S(kOpNames[op.kind]).S(": opCount ").X(cnt).S(" sendbuff ").P(send).S(" recvbuff ")
-      .P(recv).S(" count ").D(op.count).S(" datatype ").D(static_cast<uint64_t>(op.dtype))
-      .S(" op 0 root ").D(static_cast<uint64_t>(op.root)).S(k.coll_tail[op.tp ? 1 : 0]).End();
+  ep_->Begin(static_cast<uint32_t>(r), kOut, Now(static_cast<uint32_t>(r), t))
+      .S(k.coll_head)
+      .S(kOpNames[op.kind])
+      .S(": opCount ")
+      .X(cnt)
+      .S(" sendbuff ")
+      .P(send)
+      .S(" recvbuff ")
+      .P(recv)
+      .S(" count ")
+      .D(op.count)
+      .S(" datatype ")
+      .D(static_cast<uint64_t>(op.dtype))
+      .S(" op 0 root ")
+      .D(static_cast<uint64_t>(op.root))
+      .S(k.coll_tail[op.tp ? 1 : 0])
+      .End();
   ++cnt;
 }
 
@@ -1358,15 +1424,31 @@ void Sim::AppLines(int j, uint64_t t) {
     Epoch& b = Raw(0, kErr, t + 1000).S("Training: ").Pad(pct, 3, ' ').S("%|");
     int filled = static_cast<int>(step * 10 / total);
     for (int i = 0; i < 10; ++i) b.S(i < filled ? "\xe2\x96\x88" : " ");
-    b.S("| ").D(step).C('/').D(total).S(" [").Pad(elapsed / 3600, 2, '0').C(':')
-        .Pad(elapsed / 60 % 60, 2, '0').C(':').Pad(elapsed % 60, 2, '0').S("<")
-        .D((total - step) / 2 / 3600).C(':').Pad((total - step) / 2 / 60 % 60, 2, '0').C(':')
-        .Pad((total - step) / 2 % 60, 2, '0').S(", ").F(190 + rng_.Below(20), 2)
-        .S("it/s, loss=").F(loss / 10, 3).S("]").End();
+    b.S("| ")
+        .D(step)
+        .C('/')
+        .D(total)
+        .S(" [")
+        .Pad(elapsed / 3600, 2, '0')
+        .C(':')
+        .Pad(elapsed / 60 % 60, 2, '0')
+        .C(':')
+        .Pad(elapsed % 60, 2, '0')
+        .S("<")
+        .D((total - step) / 2 / 3600)
+        .C(':')
+        .Pad((total - step) / 2 / 60 % 60, 2, '0')
+        .C(':')
+        .Pad((total - step) / 2 % 60, 2, '0')
+        .S(", ")
+        .F(190 + rng_.Below(20), 2)
+        .S("it/s, loss=")
+        .F(loss / 10, 3)
+        .S("]")
+        .End();
   }
   if (step % 500 == 0) {
-    Raw(0, kOut, t + 2000).S("Saving checkpoint to /checkpoints/run-42/step_").D(step).S(" ...")
-        .End();
+    Raw(0, kOut, t + 2000).S("Saving checkpoint to /checkpoints/run-42/step_").D(step).S(" ...").End();
   }
 }
 
@@ -1375,11 +1457,15 @@ void Sim::RankStep(int r, int j, uint64_t t) {
   int n = StepOps(j, ops);
   if (j == 0) {
     // First backward pass: a python warning on every rank (stderr).
-    Raw(r, kErr, t).S("/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: "
-                      "FutureWarning: `torch.cpu.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cpu', args...)` instead.").End();
-    Raw(r, kErr, t).S("  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), "
-                      "recompute_context:  # type: ignore[attr-defined]").End();
+    Raw(r, kErr, t)
+        .S("/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: "
+           "FutureWarning: `torch.cpu.amp.autocast(args...)` is deprecated. Please use "
+           "`torch.amp.autocast('cpu', args...)` instead.")
+        .End();
+    Raw(r, kErr, t)
+        .S("  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), "
+           "recompute_context:  # type: ignore[attr-defined]")
+        .End();
   }
   for (int i = 0; i < n; ++i) {
     t += Jit(20 * kNsPerUs, 40 * kNsPerMs);
@@ -1420,97 +1506,157 @@ void Sim::HangOps(int r, int count, uint64_t t) {
 void Sim::AbortLines(int r, uint64_t t) {
   const RankInfo& k = R(r);
   if (job_->has_tp) {
-    Info(r, k.pfx_watchdog, t).S("comm ").P(k.comm_tp).S(" rank ").D(static_cast<uint64_t>(k.local))
-        .S(" nranks ").D(static_cast<uint64_t>(job_->rph)).S(" cudaDev ")
-        .D(static_cast<uint64_t>(k.dev)).S(" busId ").X(k.bus).S(" - Abort COMPLETE").End();
+    Info(r, k.pfx_watchdog, t)
+        .S("comm ")
+        .P(k.comm_tp)
+        .S(" rank ")
+        .D(static_cast<uint64_t>(k.local))
+        .S(" nranks ")
+        .D(static_cast<uint64_t>(job_->rph))
+        .S(" cudaDev ")
+        .D(static_cast<uint64_t>(k.dev))
+        .S(" busId ")
+        .X(k.bus)
+        .S(" - Abort COMPLETE")
+        .End();
   }
-  Info(r, k.pfx_watchdog, t + Jit(1 * kNsPerMs, 30 * kNsPerMs)).S("comm ").P(k.comm0).S(" rank ")
-      .D(static_cast<uint64_t>(r)).S(" nranks ").D(static_cast<uint64_t>(job_->n)).S(" cudaDev ")
-      .D(static_cast<uint64_t>(k.dev)).S(" busId ").X(k.bus).S(" - Abort COMPLETE").End();
+  Info(r, k.pfx_watchdog, t + Jit(1 * kNsPerMs, 30 * kNsPerMs))
+      .S("comm ")
+      .P(k.comm0)
+      .S(" rank ")
+      .D(static_cast<uint64_t>(r))
+      .S(" nranks ")
+      .D(static_cast<uint64_t>(job_->n))
+      .S(" cudaDev ")
+      .D(static_cast<uint64_t>(k.dev))
+      .S(" busId ")
+      .X(k.bus)
+      .S(" - Abort COMPLETE")
+      .End();
 }
 
 void Sim::Frames(int r, uint64_t t, const char* fn1) {
   static const char kLib[] = "/usr/local/lib/python3.10/dist-packages/torch/lib/";
   uint64_t base = 0x7f0000000000ULL + SplitMix(static_cast<uint64_t>(R(r).pid)) % 0xfff * 0x10000000ULL;
-  Raw(r, kErr, t).S("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (")
-      .P(base + 0x96446).S(" in ").S(kLib).S("libc10.so)").End();
-  Raw(r, kErr, t).S("frame #1: ").S(fn1).S(" (").P(base + 0x3a1c5f2).S(" in ").S(kLib)
-      .S("libtorch_cuda.so)").End();
-  Raw(r, kErr, t).S("frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (")
-      .P(base + 0x3a23a33).S(" in ").S(kLib).S("libtorch_cuda.so)").End();
-  Raw(r, kErr, t).S("frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d (")
-      .P(base + 0x3a24b7d).S(" in ").S(kLib).S("libtorch_cuda.so)").End();
+  Raw(r, kErr, t)
+      .S("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (")
+      .P(base + 0x96446)
+      .S(" in ")
+      .S(kLib)
+      .S("libc10.so)")
+      .End();
+  Raw(r, kErr, t).S("frame #1: ").S(fn1).S(" (").P(base + 0x3a1c5f2).S(" in ").S(kLib).S("libtorch_cuda.so)").End();
+  Raw(r, kErr, t)
+      .S("frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (")
+      .P(base + 0x3a23a33)
+      .S(" in ")
+      .S(kLib)
+      .S("libtorch_cuda.so)")
+      .End();
+  Raw(r, kErr, t)
+      .S("frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d (")
+      .P(base + 0x3a24b7d)
+      .S(" in ")
+      .S(kLib)
+      .S("libtorch_cuda.so)")
+      .End();
 }
 
 // PyTorch 2.5 watchdog timeout (§E.3): victim lines, abort, tear-down, terminate.
-void Sim::TimeoutBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done,
-                       uint64_t ran_ms) {
+void Sim::TimeoutBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done, uint64_t ran_ms) {
   std::string pg = "[PG ID 0 PG GUID 0(default_pg) Rank " + std::to_string(r) + "] ";
   std::string rk = "[Rank " + std::to_string(r) + "] ";
-  std::string msg = rk + "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" +
-                    std::to_string(seq) + ", OpType=ALLREDUCE, NumelIn=" +
-                    std::to_string(kGradBucket) + ", NumelOut=" + std::to_string(kGradBucket) +
-                    ", Timeout(ms)=600000) ran for " + std::to_string(ran_ms) +
-                    " milliseconds before timing out.";
+  std::string msg = rk + "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+                    ", OpType=ALLREDUCE, NumelIn=" + std::to_string(kGradBucket) +
+                    ", NumelOut=" + std::to_string(kGradBucket) + ", Timeout(ms)=600000) ran for " +
+                    std::to_string(ran_ms) + " milliseconds before timing out.";
   C10(r, t, 'E', "ProcessGroupNCCL.cpp:616").S(msg).End();
   t += Jit(100 * kNsPerUs, 900 * kNsPerUs);
-  C10(r, t, 'E', "ProcessGroupNCCL.cpp:1785").S(pg)
-      .S("Exception (either an error or timeout) detected by watchdog at work: ").D(seq)
-      .S(", last enqueued NCCL work: ").D(enq).S(", last completed NCCL work: ").D(done).C('.')
+  C10(r, t, 'E', "ProcessGroupNCCL.cpp:1785")
+      .S(pg)
+      .S("Exception (either an error or timeout) detected by watchdog at work: ")
+      .D(seq)
+      .S(", last enqueued NCCL work: ")
+      .D(enq)
+      .S(", last completed NCCL work: ")
+      .D(done)
+      .C('.')
       .End();
   t += Jit(1 * kNsPerMs, 40 * kNsPerMs);
   AbortLines(r, t);
   t += Jit(40 * kNsPerMs, 90 * kNsPerMs);
-  C10(r, t, 'E', "ProcessGroupNCCL.cpp:630").S(rk)
+  C10(r, t, 'E', "ProcessGroupNCCL.cpp:630")
+      .S(rk)
       .S("Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
-         "kernels, subsequent GPU operations might run on corrupted/incomplete data.").End();
-  C10(r, t + 20000, 'E', "ProcessGroupNCCL.cpp:636").S(rk)
-      .S("To avoid data inconsistency, we are taking the entire process down.").End();
+         "kernels, subsequent GPU operations might run on corrupted/incomplete data.")
+      .End();
+  C10(r, t + 20000, 'E', "ProcessGroupNCCL.cpp:636")
+      .S(rk)
+      .S("To avoid data inconsistency, we are taking the entire process down.")
+      .End();
   t += Jit(200 * kNsPerUs, 2 * kNsPerMs);
   std::string term = pg + "Process group watchdog thread terminated with exception: " + msg;
   C10(r, t, 'E', "ProcessGroupNCCL.cpp:1601").S(term).End();
-  Raw(r, kErr, t).S("Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
-                    "ProcessGroupNCCL.cpp:618 (most recent call first):").End();
-  Frames(r, t, "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
-               "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2");
+  Raw(r, kErr, t)
+      .S("Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+         "ProcessGroupNCCL.cpp:618 (most recent call first):")
+      .End();
+  Frames(r, t,
+         "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+         "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2");
   Raw(r, kErr, t).End();
   Raw(r, kErr, t).S("terminate called after throwing an instance of 'c10::DistBackendError'").End();
   Raw(r, kErr, t).S("  what():  ").S(term).End();
 }
 
 // PyTorch 2.5 asynchronous NCCL error (§E.3) with the "Last error:" continuation.
-void Sim::ErrorBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done,
-                     const std::string& last_error) {
+void Sim::ErrorBlock(int r, uint64_t t, uint64_t seq, uint64_t enq, uint64_t done, const std::string& last_error) {
   std::string pg = "[PG ID 0 PG GUID 0(default_pg) Rank " + std::to_string(r) + "] ";
   std::string rk = "[Rank " + std::to_string(r) + "] ";
-  C10(r, t, 'E', "ProcessGroupNCCL.cpp:1785").S(pg)
-      .S("Exception (either an error or timeout) detected by watchdog at work: ").D(seq)
-      .S(", last enqueued NCCL work: ").D(enq).S(", last completed NCCL work: ").D(done).C('.')
+  C10(r, t, 'E', "ProcessGroupNCCL.cpp:1785")
+      .S(pg)
+      .S("Exception (either an error or timeout) detected by watchdog at work: ")
+      .D(seq)
+      .S(", last enqueued NCCL work: ")
+      .D(enq)
+      .S(", last completed NCCL work: ")
+      .D(done)
+      .C('.')
       .End();
   t += Jit(1 * kNsPerMs, 40 * kNsPerMs);
   AbortLines(r, t);
   t += Jit(40 * kNsPerMs, 90 * kNsPerMs);
-  C10(r, t, 'E', "ProcessGroupNCCL.cpp:630").S(rk)
+  C10(r, t, 'E', "ProcessGroupNCCL.cpp:630")
+      .S(rk)
       .S("Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
-         "kernels, subsequent GPU operations might run on corrupted/incomplete data.").End();
-  C10(r, t + 20000, 'E', "ProcessGroupNCCL.cpp:636").S(rk)
-      .S("To avoid data inconsistency, we are taking the entire process down.").End();
+         "kernels, subsequent GPU operations might run on corrupted/incomplete data.")
+      .End();
+  C10(r, t + 20000, 'E', "ProcessGroupNCCL.cpp:636")
+      .S(rk)
+      .S("To avoid data inconsistency, we are taking the entire process down.")
+      .End();
   t += Jit(200 * kNsPerUs, 2 * kNsPerMs);
-  std::string head = pg + "Process group watchdog thread terminated with exception: NCCL error: "
-                          "remote process exited or there was a network error, NCCL version " +
+  std::string head = pg +
+                     "Process group watchdog thread terminated with exception: NCCL error: "
+                     "remote process exited or there was a network error, NCCL version " +
                      V(r).text;
   auto detail = [&](uint64_t at) {
-    Raw(r, kErr, at).S("ncclRemoteError: A call failed possibly due to a network error or a "
-                       "remote process exiting prematurely.").End();
+    Raw(r, kErr, at)
+        .S("ncclRemoteError: A call failed possibly due to a network error or a "
+           "remote process exiting prematurely.")
+        .End();
     Raw(r, kErr, at).S("Last error:").End();
     Raw(r, kErr, at).S(last_error).End();
   };
   C10(r, t, 'E', "ProcessGroupNCCL.cpp:1601").S(head).End();
   detail(t);
-  Raw(r, kErr, t).S("Exception raised from checkForNCCLErrorsInternal at ../torch/csrc/"
-                    "distributed/c10d/ProcessGroupNCCL.cpp:2027 (most recent call first):").End();
-  Frames(r, t, "c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::"
-               "NCCLComm>&) + 0x220");
+  Raw(r, kErr, t)
+      .S("Exception raised from checkForNCCLErrorsInternal at ../torch/csrc/"
+         "distributed/c10d/ProcessGroupNCCL.cpp:2027 (most recent call first):")
+      .End();
+  Frames(r, t,
+         "c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::"
+         "NCCLComm>&) + 0x220");
   Raw(r, kErr, t).End();
   Raw(r, kErr, t).S("terminate called after throwing an instance of 'c10::DistBackendError'").End();
   Raw(r, kErr, t).S("  what():  ").S(head).End();
@@ -1542,8 +1688,7 @@ void Sim::Settle() {
     }
     if (first < 0) continue;
     first_[static_cast<size_t>(h)] = first;
-    agent_t_[static_cast<size_t>(h)] =
-        fate_[static_cast<size_t>(first)].exit_t + Jit(50 * kNsPerMs, 900 * kNsPerMs);
+    agent_t_[static_cast<size_t>(h)] = fate_[static_cast<size_t>(first)].exit_t + Jit(50 * kNsPerMs, 900 * kNsPerMs);
   }
 }
 
@@ -1568,13 +1713,22 @@ void Sim::Agents() {
       int r = h * job.rph + l;
       if (r == first) continue;
       t += Jit(100 * kNsPerUs, 2 * kNsPerMs);
-      Glog(h, t, 'W', std::string(kApi) + ":897").S("Sending process ")
-          .D(static_cast<uint64_t>(R(r).pid)).S(" closing signal SIGTERM").End();
+      Glog(h, t, 'W', std::string(kApi) + ":897")
+          .S("Sending process ")
+          .D(static_cast<uint64_t>(R(r).pid))
+          .S(" closing signal SIGTERM")
+          .End();
     }
     t += Jit(1 * kNsPerSec, 5 * kNsPerSec);
-    Glog(h, t, 'E', std::string(kApi) + ":869").S("failed (exitcode: ").I(ff.exitcode)
-        .S(") local_rank: ").D(static_cast<uint64_t>(R(first).local)).S(" (pid: ")
-        .D(static_cast<uint64_t>(R(first).pid)).S(") of binary: /usr/bin/python3").End();
+    Glog(h, t, 'E', std::string(kApi) + ":869")
+        .S("failed (exitcode: ")
+        .I(ff.exitcode)
+        .S(") local_rank: ")
+        .D(static_cast<uint64_t>(R(first).local))
+        .S(" (pid: ")
+        .D(static_cast<uint64_t>(R(first).pid))
+        .S(") of binary: /usr/bin/python3")
+        .End();
     static const char* const kTrace[] = {
         "Traceback (most recent call last):",
         "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
@@ -1612,17 +1766,25 @@ void Sim::Agents() {
     AppendHms(e.raw(), civil_);
     e.End();
     AgentRaw(h, t).S("  host      : ").S(job.hosts[static_cast<size_t>(h)].name).End();
-    AgentRaw(h, t).S("  rank      : ").D(static_cast<uint64_t>(first)).S(" (local_rank: ")
-        .D(static_cast<uint64_t>(R(first).local)).S(")").End();
-    AgentRaw(h, t).S("  exitcode  : ").I(ff.exitcode).S(" (pid: ")
-        .D(static_cast<uint64_t>(R(first).pid)).S(")").End();
+    AgentRaw(h, t)
+        .S("  rank      : ")
+        .D(static_cast<uint64_t>(first))
+        .S(" (local_rank: ")
+        .D(static_cast<uint64_t>(R(first).local))
+        .S(")")
+        .End();
+    AgentRaw(h, t).S("  exitcode  : ").I(ff.exitcode).S(" (pid: ").D(static_cast<uint64_t>(R(first).pid)).S(")").End();
     AgentRaw(h, t).S("  error_file: <N/A>").End();
     if (ff.exitcode == -6) {
-      AgentRaw(h, t).S("  traceback : Signal 6 (SIGABRT) received by PID ")
-          .D(static_cast<uint64_t>(R(first).pid)).End();
+      AgentRaw(h, t)
+          .S("  traceback : Signal 6 (SIGABRT) received by PID ")
+          .D(static_cast<uint64_t>(R(first).pid))
+          .End();
     } else {
-      AgentRaw(h, t).S("  traceback : To enable traceback see: "
-                       "https://pytorch.org/docs/stable/elastic/errors.html").End();
+      AgentRaw(h, t)
+          .S("  traceback : To enable traceback see: "
+             "https://pytorch.org/docs/stable/elastic/errors.html")
+          .End();
     }
     AgentRaw(h, t).S("============================================================").End();
   }
@@ -1631,20 +1793,43 @@ void Sim::Agents() {
 void Sim::TailHealthy() {
   const Job& job = *job_;
   uint64_t T = StepTime(step_);
-  Raw(0, kOut, T).S("Training complete: ").D(static_cast<uint64_t>(step_))
-      .S(" steps. Saving final checkpoint to /checkpoints/run-42/final").End();
+  Raw(0, kOut, T)
+      .S("Training complete: ")
+      .D(static_cast<uint64_t>(step_))
+      .S(" steps. Saving final checkpoint to /checkpoints/run-42/final")
+      .End();
   for (int r = 0; r < job.n; ++r) {
     const RankInfo& k = R(r);
     uint64_t t = T + 3 * kNsPerSec + Jit(0, 900 * kNsPerMs);
     if (job.has_tp) {
-      Info(r, k.pfx_main, t).S("comm ").P(k.comm_tp).S(" rank ").D(static_cast<uint64_t>(k.local))
-          .S(" nranks ").D(static_cast<uint64_t>(job.rph)).S(" cudaDev ")
-          .D(static_cast<uint64_t>(k.dev)).S(" busId ").X(k.bus).S(" - Destroy COMPLETE").End();
+      Info(r, k.pfx_main, t)
+          .S("comm ")
+          .P(k.comm_tp)
+          .S(" rank ")
+          .D(static_cast<uint64_t>(k.local))
+          .S(" nranks ")
+          .D(static_cast<uint64_t>(job.rph))
+          .S(" cudaDev ")
+          .D(static_cast<uint64_t>(k.dev))
+          .S(" busId ")
+          .X(k.bus)
+          .S(" - Destroy COMPLETE")
+          .End();
     }
     t += Jit(1 * kNsPerMs, 60 * kNsPerMs);
-    Info(r, k.pfx_main, t).S("comm ").P(k.comm0).S(" rank ").D(static_cast<uint64_t>(r))
-        .S(" nranks ").D(static_cast<uint64_t>(job.n)).S(" cudaDev ")
-        .D(static_cast<uint64_t>(k.dev)).S(" busId ").X(k.bus).S(" - Destroy COMPLETE").End();
+    Info(r, k.pfx_main, t)
+        .S("comm ")
+        .P(k.comm0)
+        .S(" rank ")
+        .D(static_cast<uint64_t>(r))
+        .S(" nranks ")
+        .D(static_cast<uint64_t>(job.n))
+        .S(" cudaDev ")
+        .D(static_cast<uint64_t>(k.dev))
+        .S(" busId ")
+        .X(k.bus)
+        .S(" - Destroy COMPLETE")
+        .End();
   }
 }
 
@@ -1660,8 +1845,7 @@ void Sim::TailDivergent() {
     if (r == c) continue;
     t_hang[static_cast<size_t>(r)] = T + Jit(0, 4 * kNsPerMs);
     HangOps(r, 1 + job.extra_enq, t_hang[static_cast<size_t>(r)]);
-    PlanFailure(r, t_hang[static_cast<size_t>(r)] + 600 * kNsPerSec + Jit(1 * kNsPerMs, 90 * kNsPerMs),
-                300, 1000, -6);
+    PlanFailure(r, t_hang[static_cast<size_t>(r)] + 600 * kNsPerSec + Jit(1 * kNsPerMs, 90 * kNsPerMs), 300, 1000, -6);
   }
   // Variant 1: the culprit itself reports an older SeqNum (its last one) as timed out.
   uint64_t t_c = StepTime(step_ - 1) + 30 * kNsPerMs;
@@ -1682,8 +1866,7 @@ void Sim::TailDivergent() {
 }
 
 const char* SocketWarnSite(const Ver& v) {
-  return v.AtLeast(24) ? "misc/socket.cc:64" : v.AtLeast(21) ? "misc/socket.cc:50"
-                                                              : "misc/socket.cc:47";
+  return v.AtLeast(24) ? "misc/socket.cc:64" : v.AtLeast(21) ? "misc/socket.cc:50" : "misc/socket.cc:47";
 }
 
 void Sim::TailIbStorm() {
@@ -1727,8 +1910,7 @@ void Sim::TailIbStorm() {
   // ranks wait in the collective until their own watchdog fires, like those of the failed host.
   for (int r : peers) {
     if (host_fails[static_cast<size_t>(R(r).host)]) continue;
-    PlanFailure(r, t_hang[static_cast<size_t>(r)] + 600 * kNsPerSec + Jit(1 * kNsPerMs, 90 * kNsPerMs),
-                300, 1000, -6);
+    PlanFailure(r, t_hang[static_cast<size_t>(r)] + 600 * kNsPerSec + Jit(1 * kNsPerMs, 90 * kNsPerMs), 300, 1000, -6);
   }
   Settle();
   for (int r = 0; r < job.n; ++r) {
@@ -1741,28 +1923,35 @@ void Sim::TailIbStorm() {
     const RankInfo& k = R(r);
     const Ver& v = V(r);
     int peer = F * job.rph + k.local % job.rph;
-    std::string peer_addr = job.hosts[static_cast<size_t>(F)].ip + "<" +
-                            std::to_string(R(peer).port) + ">";
+    std::string peer_addr = job.hosts[static_cast<size_t>(F)].ip + "<" + std::to_string(R(peer).port) + ">";
     std::string last;
     int lines = 1 + static_cast<int>(rng_.Below(2));
     for (int i = 0; i < lines; ++i) {
-      const char* fl = v.AtLeast(22) ? "transport/net_ib.cc:2358"
+      const char* fl = v.AtLeast(22)   ? "transport/net_ib.cc:2358"
                        : v.AtLeast(20) ? "transport/net_ib.cc:1696"
                                        : "transport/net_ib.cc:1430";
       Epoch& e = Warn(r, k.pfx_proxy, te, fl);
       size_t start = e.raw().size();
-      e.S(v.AtLeast(22) ? "NET/IB: Got completion from peer " : "NET/IB : Got completion from peer ")
-          .S(peer_addr);
+      e.S(v.AtLeast(22) ? "NET/IB: Got completion from peer " : "NET/IB : Got completion from peer ").S(peer_addr);
       bool recv = i % 2 == 1;
       if (v.AtLeast(20)) {
-        e.S(" with status=12 opcode=").D(recv ? 129 : 0).S(" len=").D(recv ? 65536 : 0)
-            .S(" vendor err 129 (").S(recv ? "Recv" : "Send").S(")");
+        e.S(" with status=12 opcode=")
+            .D(recv ? 129 : 0)
+            .S(" len=")
+            .D(recv ? 65536 : 0)
+            .S(" vendor err 129 (")
+            .S(recv ? "Recv" : "Send")
+            .S(")");
       } else {
-        e.S(" with error 12, opcode ").D(recv ? 129 : 0).S(", len ").D(recv ? 65536 : 0)
-            .S(", vendor err 129 (").S(recv ? "Recv" : "Send").S(")");
+        e.S(" with error 12, opcode ")
+            .D(recv ? 129 : 0)
+            .S(", len ")
+            .D(recv ? 65536 : 0)
+            .S(", vendor err 129 (")
+            .S(recv ? "Recv" : "Send")
+            .S(")");
       }
-      e.S(" localGid ::ffff:").S(H(r).ip).S(" remoteGids ::ffff:")
-          .S(job.hosts[static_cast<size_t>(F)].ip);
+      e.S(" localGid ::ffff:").S(H(r).ip).S(" remoteGids ::ffff:").S(job.hosts[static_cast<size_t>(F)].ip);
       if (v.AtLeast(22)) e.S(" hca mlx5_").D(static_cast<uint64_t>(k.nic));
       last.assign(e.raw().data() + start, e.raw().size() - start);
       e.End();
@@ -1800,8 +1989,7 @@ void Sim::TailOom() {
     if (rep[static_cast<size_t>(r)]) {
       // The next rank in the ring notices at once (before any agent can act), so the
       // connection-closed evidence survives even on a single host.
-      uint64_t delay = r == (o + 1) % job.n ? Jit(5 * kNsPerMs, 30 * kNsPerMs)
-                                             : Jit(5 * kNsPerMs, 800 * kNsPerMs);
+      uint64_t delay = r == (o + 1) % job.n ? Jit(5 * kNsPerMs, 30 * kNsPerMs) : Jit(5 * kNsPerMs, 800 * kNsPerMs);
       PlanFailure(r, died + delay, 600, 1200, -6);
     }
   }
@@ -1811,8 +1999,7 @@ void Sim::TailOom() {
   uint64_t t = t_oom;
   Warn(o, ko.pfx_proxy, t, "include/alloc.h:178").S("Cuda failure 'out of memory'").End();
   Warn(o, ko.pfx_proxy, t, "include/alloc.h:185").S("Failed to CUDA calloc 6291456 bytes").End();
-  for (const char* fl : {"transport/p2p.cc:204", "transport/p2p.cc:605", "proxy.cc:1303",
-                         "proxy.cc:1377"}) {
+  for (const char* fl : {"transport/p2p.cc:204", "transport/p2p.cc:605", "proxy.cc:1303", "proxy.cc:1377"}) {
     Info(o, ko.pfx_proxy, t).S(fl).S(" -> 1").End();
   }
   t += Jit(50 * kNsPerMs, 250 * kNsPerMs);
@@ -1832,15 +2019,19 @@ void Sim::TailOom() {
       "    work = group.allreduce([tensor], opts)"};
   std::string px = ko.c10 + " ";  // excepthook prefix "[rankN]: " (§E.1)
   for (const char* line : kTb) Raw(o, kErr, t).S(px).S(line).End();
-  Raw(o, kErr, t).S(px).S("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/"
-                          "distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with "
-                          "NCCL_DEBUG=INFO for details), NCCL version ").S(V(o).text).End();
+  Raw(o, kErr, t)
+      .S(px)
+      .S("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/"
+         "distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with "
+         "NCCL_DEBUG=INFO for details), NCCL version ")
+      .S(V(o).text)
+      .End();
   Raw(o, kErr, t).S(px).S("ncclUnhandledCudaError: Call to CUDA function failed.").End();
   Raw(o, kErr, t).S(px).S("Last error:").End();
   Raw(o, kErr, t).S(px).S("Failed to CUDA calloc 6291456 bytes").End();
 
-  std::string text = "socketProgress: Connection closed by remote peer " + H(o).name + "<" +
-                     std::to_string(ko.port) + ">";
+  std::string text =
+      "socketProgress: Connection closed by remote peer " + H(o).name + "<" + std::to_string(ko.port) + ">";
   for (int r = 0; r < job.n; ++r) {
     if (r == o || !Shown(r)) continue;
     const RankInfo& k = R(r);
@@ -1877,8 +2068,7 @@ void Sim::TailPeerClosed() {
     for (int i = 0; i < lines; ++i) {
       int pr = D * job.rph + static_cast<int>(rng_.Below(static_cast<uint64_t>(job.rph)));
       std::string addr = rng_.Chance(2, 3) ? dh.name : dh.ip;
-      text = "socketProgress: Connection closed by remote peer " + addr + "<" +
-             std::to_string(R(pr).port) + ">";
+      text = "socketProgress: Connection closed by remote peer " + addr + "<" + std::to_string(R(pr).port) + ">";
       Warn(r, k.pfx_service, te, SocketWarnSite(V(r))).S(text).End();
       Info(r, k.pfx_service, te).S("misc/socket.cc:752 -> 6").End();
       Info(r, k.pfx_service, te).S("proxy.cc:1148 -> 6").End();
@@ -1936,13 +2126,13 @@ std::string CompactRanks(std::vector<int> v) {
 
 std::string Describe(const Job& job) {
   const Options& o = job.opt;
-  std::string d = "simulated: " + std::string(kFaultNames[static_cast<int>(o.fault)]) + ", " +
-                  std::to_string(o.ranks) + (o.ranks == 1 ? " rank on " : " ranks on ") +
-                  std::to_string(o.hosts) + (o.hosts == 1 ? " host, " : " hosts, ") +
-                  kLayoutNames[static_cast<int>(o.layout)] + " layout";
+  std::string d = "simulated: " + std::string(kFaultNames[static_cast<int>(o.fault)]) + ", " + std::to_string(o.ranks) +
+                  (o.ranks == 1 ? " rank on " : " ranks on ") + std::to_string(o.hosts) +
+                  (o.hosts == 1 ? " host, " : " hosts, ") + kLayoutNames[static_cast<int>(o.layout)] + " layout";
   if (o.wrapper != Wrapper::kNone) d += ", " + std::string(kWrapperNames[static_cast<int>(o.wrapper)]) + " wrapper";
   d += ", NCCL " + o.nccl_version;
-  if (job.vers.size() > 1) d += " (" + job.hosts[static_cast<size_t>(job.bad_host)].name + ": " + job.vers[1].text + ")";
+  if (job.vers.size() > 1)
+    d += " (" + job.hosts[static_cast<size_t>(job.bad_host)].name + ": " + job.vers[1].text + ")";
   if (o.socket_net) d += ", socket network";
   if (!o.env.empty()) d += ", env overrides";
   if (o.timestamps) d += ", timestamped WARN";
@@ -2088,9 +2278,10 @@ std::string Validate(const Options& o) {
 int Simulate(const Options& opt, bool quiet) {
   Job job = BuildJob(opt);
   if (opt.fault == Fault::kVersionMismatch && !VersionMismatchVisible(job) && !quiet) {
-    std::fprintf(stderr, "simulate: note: NCCL <= 2.21 prints its version banner only on rank 0 of a "
-                         "communicator: without a per-host communicator (--no-tp, or one rank per host) "
-                         "the logs do not show both versions, so expected.json expects no finding\n");
+    std::fprintf(stderr,
+                 "simulate: note: NCCL <= 2.21 prints its version banner only on rank 0 of a "
+                 "communicator: without a per-host communicator (--no-tp, or one rank per host) "
+                 "the logs do not show both versions, so expected.json expects no finding\n");
   }
   std::string err;
   Sink sink(job, false);
@@ -2158,8 +2349,8 @@ int Simulate(const Options& opt, bool quiet) {
   }
   if (!quiet) {
     std::fprintf(stderr, "simulate: wrote %.1f MB (%lld steps) to %s\n",
-                 static_cast<double>(sink.bytes()) / (1024.0 * 1024.0),
-                 static_cast<long long>(steps), opt.out_dir.c_str());
+                 static_cast<double>(sink.bytes()) / (1024.0 * 1024.0), static_cast<long long>(steps),
+                 opt.out_dir.c_str());
   }
   return 0;
 }
@@ -2185,23 +2376,33 @@ int CorpusSet(const std::string& dir, uint64_t seed) {
   // Sizes are kept small on purpose (each case < 100 KB): few steps, few channels, and the
   // larger jobs without the second communicator.
   const Case kCases[] = {
-      // shape                          fault               N  M  layout          wrapper       version steps ts    socket env    ch tp
-      {"perrank-16r2h",                 F::kHealthy,        16, 2, L::kPerRank,     W::kNone,     "2.21.5", 3, false, false, false, 2, false},
-      {"socket-1host-8r",               F::kHealthy,         8, 1, L::kInterleaved, W::kNone,     "2.26.2", 4, false, true,  false, 2, true},
-      {"single-rank",                   F::kHealthy,         1, 1, L::kPerRank,     W::kNone,     "2.18.3", 12, false, false, false, 2, true},
-      {"env-identical-torchrun-8r2h",   F::kHealthy,         8, 2, L::kTorchrun,    W::kNone,     "2.21.5", 4, false, false, true,  2, true},
-      {"interleaved-srun-8r2h",         F::kHealthy,         8, 2, L::kInterleaved, W::kSrun,     "2.21.5", 4, false, false, false, 2, true},
-      {"perrank-12r3h",                 F::kDivergentRank,  12, 3, L::kPerRank,     W::kNone,     "2.21.5", 3, false, false, false, 2, false},
-      {"interleaved-torchrun-8r2h",     F::kDivergentRank,   8, 2, L::kInterleaved, W::kTorchrun, "2.26.2", 2, true,  false, false, 2, true},
-      {"interleaved-kubectl-8r2h",      F::kSocketHost,      8, 2, L::kInterleaved, W::kKubectl,  "2.18.3", 3, false, false, false, 2, true},
-      {"perrank-srun-32r4h",            F::kGdrMissingHost, 32, 4, L::kPerRank,     W::kSrun,     "2.21.5", 2, false, false, false, 1, false},
-      {"perrank-docker-8r2h",           F::kEnvMismatch,     8, 2, L::kPerRank,     W::kDocker,   "2.26.2", 3, false, false, false, 2, false},
-      {"interleaved-srun-12r3h",        F::kVersionMismatch,12, 3, L::kInterleaved, W::kSrun,     "2.21.5", 3, false, false, false, 2, true},
-      {"perrank-ts-8r2h",               F::kIbErrorStorm,    8, 2, L::kPerRank,     W::kNone,     "2.26.2", 3, true,  false, false, 2, false},
-      {"interleaved-8r2h",              F::kOomCascade,      8, 2, L::kInterleaved, W::kNone,     "2.21.5", 3, false, false, false, 2, true},
-      {"torchrun-layout-12r3h",         F::kPeerClosedStorm,12, 3, L::kTorchrun,    W::kTorchrun, "2.21.5", 3, false, false, false, 2, false},
-      {"perrank-2r1h",                  F::kStraggler,       2, 1, L::kPerRank,     W::kNone,     "2.18.3", 20, false, false, false, 2, true},
-      {"interleaved-kubectl-8r2h",      F::kStraggler,       8, 2, L::kInterleaved, W::kKubectl,  "2.26.2", 14, false, false, false, 2, false},
+      // shape                          fault               N  M  layout          wrapper       version steps ts socket
+      // env    ch tp
+      {"perrank-16r2h", F::kHealthy, 16, 2, L::kPerRank, W::kNone, "2.21.5", 3, false, false, false, 2, false},
+      {"socket-1host-8r", F::kHealthy, 8, 1, L::kInterleaved, W::kNone, "2.26.2", 4, false, true, false, 2, true},
+      {"single-rank", F::kHealthy, 1, 1, L::kPerRank, W::kNone, "2.18.3", 12, false, false, false, 2, true},
+      {"env-identical-torchrun-8r2h", F::kHealthy, 8, 2, L::kTorchrun, W::kNone, "2.21.5", 4, false, false, true, 2,
+       true},
+      {"interleaved-srun-8r2h", F::kHealthy, 8, 2, L::kInterleaved, W::kSrun, "2.21.5", 4, false, false, false, 2,
+       true},
+      {"perrank-12r3h", F::kDivergentRank, 12, 3, L::kPerRank, W::kNone, "2.21.5", 3, false, false, false, 2, false},
+      {"interleaved-torchrun-8r2h", F::kDivergentRank, 8, 2, L::kInterleaved, W::kTorchrun, "2.26.2", 2, true, false,
+       false, 2, true},
+      {"interleaved-kubectl-8r2h", F::kSocketHost, 8, 2, L::kInterleaved, W::kKubectl, "2.18.3", 3, false, false, false,
+       2, true},
+      {"perrank-srun-32r4h", F::kGdrMissingHost, 32, 4, L::kPerRank, W::kSrun, "2.21.5", 2, false, false, false, 1,
+       false},
+      {"perrank-docker-8r2h", F::kEnvMismatch, 8, 2, L::kPerRank, W::kDocker, "2.26.2", 3, false, false, false, 2,
+       false},
+      {"interleaved-srun-12r3h", F::kVersionMismatch, 12, 3, L::kInterleaved, W::kSrun, "2.21.5", 3, false, false,
+       false, 2, true},
+      {"perrank-ts-8r2h", F::kIbErrorStorm, 8, 2, L::kPerRank, W::kNone, "2.26.2", 3, true, false, false, 2, false},
+      {"interleaved-8r2h", F::kOomCascade, 8, 2, L::kInterleaved, W::kNone, "2.21.5", 3, false, false, false, 2, true},
+      {"torchrun-layout-12r3h", F::kPeerClosedStorm, 12, 3, L::kTorchrun, W::kTorchrun, "2.21.5", 3, false, false,
+       false, 2, false},
+      {"perrank-2r1h", F::kStraggler, 2, 1, L::kPerRank, W::kNone, "2.18.3", 20, false, false, false, 2, true},
+      {"interleaved-kubectl-8r2h", F::kStraggler, 8, 2, L::kInterleaved, W::kKubectl, "2.26.2", 14, false, false, false,
+       2, false},
   };
 
   int idx = 0;
@@ -2316,17 +2517,17 @@ int Main(int argc, char** argv) {
     }
     if (a == "--timestamps" || a == "--no-tp") {
       if (has_inline) return Usage(a + " takes no value");
-      if (a == "--timestamps") o.timestamps = true;
-      else o.tp = false;
+      if (a == "--timestamps")
+        o.timestamps = true;
+      else
+        o.tp = false;
       non_seed.push_back(a);
       continue;
     }
     std::string v;
-    if (a != "--out" && a != "--ranks" && a != "--hosts" && a != "--fault" && a != "--culprit" &&
-        a != "--seed" && a != "--size-mb" && a != "--layout" && a != "--wrapper" &&
-        a != "--nccl-version" && a != "--net" && a != "--env" && a != "--channels" &&
-        a != "--steps" &&
-        a != "--corpus-set") {
+    if (a != "--out" && a != "--ranks" && a != "--hosts" && a != "--fault" && a != "--culprit" && a != "--seed" &&
+        a != "--size-mb" && a != "--layout" && a != "--wrapper" && a != "--nccl-version" && a != "--net" &&
+        a != "--env" && a != "--channels" && a != "--steps" && a != "--corpus-set") {
       return Usage("unknown argument '" + a + "'");
     }
     if (!need(&v)) return Usage(a + " needs a value");

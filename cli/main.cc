@@ -1,34 +1,34 @@
 // ncclscan: command-line flags and wiring only; all logic lives in engine/.
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
+#include <boost/program_options.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/help_text.h"  // generated from cli/help.txt
-#include "engine/run/analyze.h"
 #include "engine/corpus/corpus_runner.h"
-#include "engine/run/partial.h"
 #include "engine/reports/explain.h"
 #include "engine/reports/report.h"
 #include "engine/reports/trace_report.h"
+#include "engine/run/analyze.h"
+#include "engine/run/partial.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 
@@ -177,9 +177,9 @@ int CmdRules(const std::vector<std::string>& args) {
     for (const auto& r : rules->rules()) samples += r.spec.match.size() + r.spec.no_match.size();
     for (const auto& r : rules->disabled_rules()) samples += r.spec.match.size() + r.spec.no_match.size();
     size_t off = rules->disabled_rules().size() + rules->disabled_correlations().size();
-    std::cout << "ok: " << rules->rules().size() << " line rules, " << rules->correlations().size()
-              << " correlations" << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", "
-              << rules->facts().size() << " facts; " << samples << " sample lines checked\n";
+    std::cout << "ok: " << rules->rules().size() << " line rules, " << rules->correlations().size() << " correlations"
+              << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", " << rules->facts().size()
+              << " facts; " << samples << " sample lines checked\n";
   }
   if (list) std::cout << SafeLines(RenderRuleList(*rules, format == "json"));
   return kExitOk;
@@ -221,8 +221,8 @@ int CmdTest(const std::vector<std::string>& args) {
   std::string color = "auto", judge_json;
   // -v / --verbose as a scan takes it: for test, the judge's miss lines.
   desc.add_options()("judge-misses", "")("verbose,v", "")("judge-json", po::value(&judge_json), "");
-  desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")("update-golden", po::bool_switch(&update_golden), "")(
-      "case", po::value(&only), "")(
+  desc.add_options()("help,h", "")("update", po::bool_switch(&update), "")(
+      "update-golden", po::bool_switch(&update_golden), "")("case", po::value(&only), "")(
       "rules", po::value(&dirs), "")("disable", po::value(&disable), "")("jobs,j", po::value(&jobs), "")(
       "color", po::value(&color), "")("root", po::value(&roots), "");
   po::positional_options_description pos;
@@ -335,9 +335,9 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
   desc.add_options()("job-id", po::value(&job_id), "");
   desc.add_options()("ranks", "");  // text and markdown: the per-rank table
   std::vector<std::string> globs;
-  desc.add_options()("glob,g", po::value(&globs), "");  // ripgrep's -g: include/exclude files (repeatable)
-  desc.add_options()("hidden", "");                      // ripgrep's --hidden: walks read dot-files too
-  desc.add_options()("quiet,q", "");  // grep's -q: no report, the exit status only
+  desc.add_options()("glob,g", po::value(&globs), "");    // ripgrep's -g: include/exclude files (repeatable)
+  desc.add_options()("hidden", "");                       // ripgrep's --hidden: walks read dot-files too
+  desc.add_options()("quiet,q", "");                      // grep's -q: no report, the exit status only
   desc.add_options()("progress", "")("no-progress", "");  // default: on a terminal, past ~1 s
   desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&jobs), "")("format,f", po::value(&format), "")(
       "color", po::value(&color), "")("fail-on", po::value(&fail_on), "")("rules", po::value(&rule_dirs), "")(
@@ -482,9 +482,9 @@ int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
 // The long option nearest to a mistyped one (edit distance at most 2), "" if none.
 static std::string NearestOption(const std::string& typed) {
   static const char* const kOptions[] = {
-      "--help", "--version", "--jobs", "--format", "--color", "--fail-on", "--rules", "--disable", "--verbose",
-      "--job-id", "--glob", "--hidden", "--ranks", "--quiet", "--output", "--update", "--update-golden", "--case",
-      "--judge-misses", "--judge-json", "--check", "--list", "--id"};
+      "--help",          "--version", "--jobs",         "--format",     "--color", "--fail-on", "--rules",  "--disable",
+      "--verbose",       "--job-id",  "--glob",         "--hidden",     "--ranks", "--quiet",   "--output", "--update",
+      "--update-golden", "--case",    "--judge-misses", "--judge-json", "--check", "--list",    "--id"};
   std::string t = typed;
   if (t.rfind("--", 0) != 0) t = (t.rfind('-', 0) == 0 ? "-" : "--") + t;
   std::string best;
@@ -514,12 +514,18 @@ static int Dispatch(int argc, char** argv) {
       std::string cmd = argv[1];
       std::vector<std::string> rest(argv + 2, argv + argc);
       int rc = -1;
-      if (cmd == "rules") rc = CmdRules(rest);
-      else if (cmd == "explain") rc = CmdExplain(rest);
-      else if (cmd == "test") rc = CmdTest(rest);
-      else if (cmd == "scan") rc = CmdScan(argc - 1, argv + 1);
-      else if (cmd == "partial") rc = CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
-      else if (cmd == "merge") rc = CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
+      if (cmd == "rules")
+        rc = CmdRules(rest);
+      else if (cmd == "explain")
+        rc = CmdExplain(rest);
+      else if (cmd == "test")
+        rc = CmdTest(rest);
+      else if (cmd == "scan")
+        rc = CmdScan(argc - 1, argv + 1);
+      else if (cmd == "partial")
+        rc = CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
+      else if (cmd == "merge")
+        rc = CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
       if (rc < 0) return CmdScan(argc, argv);
       // A command's name alone that is also a path here ("ncclscan test"
       // beside a test/ directory) runs the command; when it fails, say how to

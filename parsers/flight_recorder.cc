@@ -133,9 +133,28 @@ class Mapper {
 
   // The keys of an entry that are read, and their values in one entry.
   enum class EntryKey {
-    kRecordId, kPgId, kProcessGroup, kCollectiveSeqId, kSeqId, kP2pSeqId, kOpId, kProfilingName, kState, kIsP2p,
-    kRetired, kTimeCreated, kTimeStarted, kTimeCompleted, kDurationMs, kTimeoutMs, kInputSizes, kOutputSizes,
-    kInputDtypes, kOutputDtypes, kFrames, kCount
+    kRecordId,
+    kPgId,
+    kProcessGroup,
+    kCollectiveSeqId,
+    kSeqId,
+    kP2pSeqId,
+    kOpId,
+    kProfilingName,
+    kState,
+    kIsP2p,
+    kRetired,
+    kTimeCreated,
+    kTimeStarted,
+    kTimeCompleted,
+    kDurationMs,
+    kTimeoutMs,
+    kInputSizes,
+    kOutputSizes,
+    kInputDtypes,
+    kOutputDtypes,
+    kFrames,
+    kCount
   };
   struct EntryFields {
     uint32_t value[static_cast<int>(EntryKey::kCount)];
@@ -145,11 +164,27 @@ class Mapper {
   // entries visits a few million values, not the ~90 million that used to be
   // charged (and refused as "shared values"). Later keys win, as in Python.
   EntryFields Fields(uint32_t e) {
-    static constexpr std::string_view kKeys[] = {
-        "record_id", "pg_id", "process_group", "collective_seq_id", "seq_id", "p2p_seq_id", "op_id",
-        "profiling_name", "state", "is_p2p", "retired", "time_created_ns", "time_discovered_started_ns",
-        "time_discovered_completed_ns", "duration_ms", "timeout_ms", "input_sizes", "output_sizes",
-        "input_dtypes", "output_dtypes", "frames"};
+    static constexpr std::string_view kKeys[] = {"record_id",
+                                                 "pg_id",
+                                                 "process_group",
+                                                 "collective_seq_id",
+                                                 "seq_id",
+                                                 "p2p_seq_id",
+                                                 "op_id",
+                                                 "profiling_name",
+                                                 "state",
+                                                 "is_p2p",
+                                                 "retired",
+                                                 "time_created_ns",
+                                                 "time_discovered_started_ns",
+                                                 "time_discovered_completed_ns",
+                                                 "duration_ms",
+                                                 "timeout_ms",
+                                                 "input_sizes",
+                                                 "output_sizes",
+                                                 "input_dtypes",
+                                                 "output_dtypes",
+                                                 "frames"};
     static_assert(std::size(kKeys) == static_cast<size_t>(EntryKey::kCount));
     EntryFields f;
     std::fill(std::begin(f.value), std::end(f.value), PyTree::kNoValue);

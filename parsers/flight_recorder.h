@@ -21,28 +21,28 @@ namespace ncclscan {
 // One entry of a rank's ring buffer (FLIGHT_RECORDER.md "An entry").
 struct FrEntry {
   int64_t record_id = -1;
-  std::string pg_id;                 // process-group id, as text ("0")
-  std::string pg_name, pg_desc;      // process_group tuple: ("0", "default_pg")
-  int64_t collective_seq_id = -1;    // per-PG sequence of collectives (0 for p2p)
+  std::string pg_id;               // process-group id, as text ("0")
+  std::string pg_name, pg_desc;    // process_group tuple: ("0", "default_pg")
+  int64_t collective_seq_id = -1;  // per-PG sequence of collectives (0 for p2p)
   int64_t p2p_seq_id = -1;
   int64_t op_id = -1;
-  std::string profiling_name;        // "nccl:all_reduce", "nccl:send 1->2", ...
-  std::string state;                 // "scheduled" | "started" | "completed"
+  std::string profiling_name;  // "nccl:all_reduce", "nccl:send 1->2", ...
+  std::string state;           // "scheduled" | "started" | "completed"
   bool is_p2p = false;
   bool retired = false;
-  double time_created_ns = -1;       // -1: absent / None
-  double time_started_ns = -1;       // time_discovered_started_ns
-  double time_completed_ns = -1;     // time_discovered_completed_ns
+  double time_created_ns = -1;    // -1: absent / None
+  double time_started_ns = -1;    // time_discovered_started_ns
+  double time_completed_ns = -1;  // time_discovered_completed_ns
   double duration_ms = -1;
   int64_t timeout_ms = -1;
   std::vector<std::vector<int64_t>> input_sizes, output_sizes;
   std::vector<std::string> input_dtypes, output_dtypes;
-  std::string top_frame;             // frames[0] as "name (filename:line)", "" if none
+  std::string top_frame;  // frames[0] as "name (filename:line)", "" if none
 };
 
 struct FrProcessGroup {
   std::string name, desc;
-  std::vector<int> ranks;            // global ranks, from the "[0, 1, 2, 3]" string
+  std::vector<int> ranks;  // global ranks, from the "[0, 1, 2, 3]" string
 };
 
 struct FrPgStatus {
@@ -51,12 +51,12 @@ struct FrPgStatus {
 
 // One dump file.
 struct FrDump {
-  std::string version;               // dump-format version ("2.4")
-  std::string nccl_version;          // comm_lib_version or nccl_version
+  std::string version;                              // dump-format version ("2.4")
+  std::string nccl_version;                         // comm_lib_version or nccl_version
   std::map<std::string, FrProcessGroup> pg_config;  // by pg name
   std::map<std::string, FrPgStatus> pg_status;      // by pg id
-  std::vector<FrEntry> entries;      // oldest first
-  uint64_t entries_dropped = 0;      // older entries past kMaxFrEntriesPerDump, not kept
+  std::vector<FrEntry> entries;                     // oldest first
+  uint64_t entries_dropped = 0;                     // older entries past kMaxFrEntriesPerDump, not kept
 };
 
 // A dump as read from one input file: its path, the global rank (from the file

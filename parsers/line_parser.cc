@@ -14,10 +14,14 @@ namespace ncclscan {
 
 const char* FamilyName(Family f) {
   switch (f) {
-    case Family::kNccl: return "nccl";
-    case Family::kTorch: return "torch";
-    case Family::kElastic: return "elastic";
-    case Family::kOther: return "other";
+    case Family::kNccl:
+      return "nccl";
+    case Family::kTorch:
+      return "torch";
+    case Family::kElastic:
+      return "elastic";
+    case Family::kOther:
+      return "other";
   }
   return "other";
 }
@@ -41,7 +45,6 @@ bool Contains(std::string_view s, std::string_view needle) { return Find(s, need
 
 }  // namespace
 LineParser::~LineParser() = default;
-
 
 bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* out) {
   Json& j = *json_;
@@ -134,8 +137,10 @@ struct LevelWord {
   std::string_view word;
   NcclLevel level;
 };
-constexpr LevelWord kLevels[] = {{"INFO ", NcclLevel::kInfo},   {"WARN ", NcclLevel::kWarn},
-                                 {"TRACE ", NcclLevel::kTrace}, {"CALL ", NcclLevel::kCall},
+constexpr LevelWord kLevels[] = {{"INFO ", NcclLevel::kInfo},
+                                 {"WARN ", NcclLevel::kWarn},
+                                 {"TRACE ", NcclLevel::kTrace},
+                                 {"CALL ", NcclLevel::kCall},
                                  {"ABORT ", NcclLevel::kAbort}};
 
 // The token ending just before position `end` (exclusive, end points at a space
@@ -584,17 +589,16 @@ bool ParseTorchHeader(ParsedLine* line) {
 Family ClassifyHeaderless(std::string_view t) {
   // Elastic agent output and the ChildFailedError table.
   if (Contains(t, "torch.distributed.elastic") || Contains(t, "ChildFailedError") ||
-      Contains(t, "Root Cause (first observed failure)") || Contains(t, "Sending process") ) {
+      Contains(t, "Root Cause (first observed failure)") || Contains(t, "Sending process")) {
     return Family::kElastic;
   }
   if (StartsWith(t, "  rank      :") || StartsWith(t, "  exitcode  :") || StartsWith(t, "  host      :") ||
       StartsWith(t, "  traceback :") || StartsWith(t, "  time      :") || StartsWith(t, "  error_file:")) {
     return Family::kElastic;
   }
-  if (Contains(t, "NCCL") || Contains(t, "ProcessGroup") || Contains(t, "DistBackendError") ||
-      Contains(t, "what():") || Contains(t, "[PG ") || Contains(t, "Process group") ||
-      Contains(t, "Watchdog") || Contains(t, "c10d") || Contains(t, "torch.distributed") ||
-      Contains(t, "CUDA out of memory") || Contains(t, "WorkNCCL")) {
+  if (Contains(t, "NCCL") || Contains(t, "ProcessGroup") || Contains(t, "DistBackendError") || Contains(t, "what():") ||
+      Contains(t, "[PG ") || Contains(t, "Process group") || Contains(t, "Watchdog") || Contains(t, "c10d") ||
+      Contains(t, "torch.distributed") || Contains(t, "CUDA out of memory") || Contains(t, "WorkNCCL")) {
     return Family::kTorch;
   }
   return Family::kOther;
@@ -710,7 +714,9 @@ void ParseHandlerPrefix(ParsedLine* out) {
   std::string_view t = out->text;
   if (t.size() < 5 || t[0] != '[') return;
   size_t i = 1;
-  while (i < t.size() && (IsDigit(t[i]) || ((t[i] | 0x20) >= 'a' && (t[i] | 0x20) <= 'z') || t[i] == '-' || t[i] == '_' || t[i] == '.')) ++i;
+  while (i < t.size() &&
+         (IsDigit(t[i]) || ((t[i] | 0x20) >= 'a' && (t[i] | 0x20) <= 'z') || t[i] == '-' || t[i] == '_' || t[i] == '.'))
+    ++i;
   if (i == 1 || i >= t.size() || t[i] != ':') return;
   const std::string_view host = t.substr(1, i - 1);
   if (std::all_of(host.begin(), host.end(), IsDigit)) return;  // "[12:34]": a time, not a host

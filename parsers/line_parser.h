@@ -94,12 +94,12 @@ class LineParser {
   // so results depend neither on the thread count nor on which pooled parser a
   // chunk gets.
   struct ListContext {
-    int next = -1;  // index of the next item; -1: no list open
+    int next = -1;     // index of the next item; -1: no list open
     std::string text;  // the joined line so far
     size_t message_at = 0;
     std::string host, host_hint, src_file;  // the views of `line`, kept
-    ParsedLine line;  // header and wrapper fields; its views are cleared
-    bool continued = false;  // the current line was a continuation
+    ParsedLine line;                        // header and wrapper fields; its views are cleared
+    bool continued = false;                 // the current line was a continuation
     bool open() const { return next >= 0; }
   };
   const ListContext& list_context() const { return list_; }
@@ -127,7 +127,7 @@ class LineParser {
 
   struct Json;
   std::unique_ptr<Json> json_;
-  NcclProcess bare_;  // what Unwrap's bare-line check matched on the final text
+  NcclProcess bare_;         // what Unwrap's bare-line check matched on the final text
   bool bare_clean_ = false;  // ... on the raw line itself, which had no control byte
   // The last clean bare NCCL header ("host:pid:tid [dev] NCCL LEVEL ") and
   // what it parsed to (see ParseRepeatedHeader).

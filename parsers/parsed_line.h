@@ -29,15 +29,15 @@ struct ParsedLine {
   std::string_view message;  // nccl: after the NCCL header; torch: after the c10 header
 
   // What wrappers told.
-  int rank_hint = -1;        // global rank: [rankN]:, MPI tag, srun label
+  int rank_hint = -1;  // global rank: [rankN]:, MPI tag, srun label
   // The rank hint is an `srun --label` task number: a rank only when tasks are
   // ranks (with torchrun per node it is the node index; JobState decides).
   bool rank_hint_is_label = false;
-  int label = -1;            // the srun label, also when [rankN] overrode it
+  int label = -1;  // the srun label, also when [rankN] overrode it
   // An explicit [rankN] on this line contradicts its srun label: the file's
   // labels are task (node) numbers, not ranks.
   bool LabelIsNotRank() const { return label >= 0 && rank_hint >= 0 && !rank_hint_is_label && rank_hint != label; }
-  int local_rank_hint = -1;  // torchrun [default3]:
+  int local_rank_hint = -1;    // torchrun [default3]:
   std::string_view host_hint;  // kubectl pod, pdsh host, ray ip
   std::string_view src_file;   // grep -H
   int64_t src_line = -1;       // grep -n
@@ -56,8 +56,8 @@ struct ParsedLine {
   int pg_rank = -1;  // "[Rank N]" / "[PG … Rank N]": rank within the process group
   std::string_view pg_id;
 
-  bool binary = false;  // mostly control bytes: counted, not matched
-  bool had_nul = false; // NUL bytes were dropped from the line
+  bool binary = false;   // mostly control bytes: counted, not matched
+  bool had_nul = false;  // NUL bytes were dropped from the line
   // A rank, local rank or device number on the line did not fit (kMaxRanks):
   // it was dropped, not wrapped, and the line counts as malformed.
   bool bad_number = false;

@@ -23,7 +23,8 @@ std::vector<std::string_view> SplitPath(std::string_view p) {
 
 bool AllDigits(std::string_view s) {
   if (s.empty() || s.size() > 9) return false;
-  for (char c : s) if (!IsDigit(c)) return false;
+  for (char c : s)
+    if (!IsDigit(c)) return false;
   return true;
 }
 

@@ -180,7 +180,6 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
   return std::string_view::npos;
 }
 
-
 }  // namespace
 
 LiteralFinder::LiteralFinder(std::string_view lit) : lit_(lit) { ChoosePivots(lit_, &rare_, &b0_, &b1_); }
@@ -269,10 +268,14 @@ bool ParseNumber(std::string_view s, bool hex, long double* out) {
   long double v = 0;
   for (char c : s) {
     int d;
-    if (IsDigit(c)) d = c - '0';
-    else if (hex && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (hex && c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
+    if (IsDigit(c))
+      d = c - '0';
+    else if (hex && c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (hex && c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return false;
     v = v * (hex ? 16 : 10) + d;
   }
   *out = neg ? -v : v;
@@ -387,8 +390,7 @@ double ConsumeIsoTimestamp(std::string_view* s) {
   // YYYY-MM-DD[T ]HH:MM:SS
   int y, mo, d, h, mi, se;
   const std::string_view t = *s;
-  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' ||
-      t[16] != ':') {
+  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' || t[16] != ':') {
     return -1;
   }
   if (!Fixed(t, 0, 4, &y) || !Fixed(t, 5, 2, &mo) || !Fixed(t, 8, 2, &d) || !Fixed(t, 11, 2, &h) ||
@@ -406,7 +408,8 @@ double ConsumeIsoTimestamp(std::string_view* s) {
       ++i;
     }
   }
-  if (i < t.size() && t[i] == 'Z') ++i;
+  if (i < t.size() && t[i] == 'Z')
+    ++i;
   else if (i + 5 < t.size() && (t[i] == '+' || t[i] == '-') && IsDigit(t[i + 1]) && IsDigit(t[i + 2])) {
     i += 3;
     if (i < t.size() && t[i] == ':') ++i;
@@ -426,10 +429,17 @@ size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp_out) {
     *cp_out = c;
     return 1;
   }
-  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+  } else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     unsigned char cc = static_cast<unsigned char>(s[i + k]);
@@ -489,21 +499,35 @@ void AppendJsonEscaped(std::string* out, std::string_view s) {
         out->append("\xEF\xBF\xBD");
         ++i;
       } else {
-        if (IsUnsafeCodePoint(cp)) AppendU4(out, cp);
-        else out->append(s.data() + i, n);
+        if (IsUnsafeCodePoint(cp))
+          AppendU4(out, cp);
+        else
+          out->append(s.data() + i, n);
         i += n;
       }
       continue;
     }
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
-        if (c < 0x20 || c == 0x7f) AppendHexByte(out, "\\u00", c);
-        else out->push_back(static_cast<char>(c));
+        if (c < 0x20 || c == 0x7f)
+          AppendHexByte(out, "\\u00", c);
+        else
+          out->push_back(static_cast<char>(c));
     }
     ++i;
   }

@@ -14,8 +14,6 @@ namespace {
 
 size_t Find(std::string_view s, std::string_view needle, size_t from = 0) { return FindLiteral(s, needle, from); }
 
-
-
 // ANSI SGR sequences, with or without the ESC byte ("\x1b[36m" or a stray "[0m").
 size_t AnsiLenAt(std::string_view s, size_t i) {
   size_t j = i;
@@ -23,12 +21,14 @@ size_t AnsiLenAt(std::string_view s, size_t i) {
   if (j >= s.size() || s[j] != '[') return 0;
   ++j;
   size_t digits = 0;
-  while (j < s.size() && (IsDigit(s[j]) || s[j] == ';')) { ++j; ++digits; }
+  while (j < s.size() && (IsDigit(s[j]) || s[j] == ';')) {
+    ++j;
+    ++digits;
+  }
   if (j >= s.size() || (s[j] != 'm' && !(s[i] == '\x1b' && (s[j] == 'K' || s[j] == 'A')))) return 0;
   if (s[i] != '\x1b' && (digits == 0 || digits > 8)) return 0;  // "[m" alone is too ambiguous
   return j + 1 - i;
 }
-
 
 }  // namespace
 
@@ -102,14 +102,16 @@ ByteScan ScanBytesImpl(std::string_view s, bool simd) {
 ByteScan ScanBytes(std::string_view s) { return ScanBytesImpl(s, true); }
 ByteScan ScanBytesReference(std::string_view s) { return ScanBytesImpl(s, false); }
 
-
 std::string_view StripAnsi(std::string_view s, Arena* arena) {
   char* out = arena->Allocate(s.size());
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
     if (s[i] == '\x1b' || s[i] == '[') {
       size_t len = AnsiLenAt(s, i);
-      if (len) { i += len; continue; }
+      if (len) {
+        i += len;
+        continue;
+      }
     }
     if (s[i] != '\x1b') out[n++] = s[i];
     ++i;
@@ -123,8 +125,10 @@ bool LooksLikeHostToken(std::string_view t) {
   if (t.empty() || t.size() > 64) return false;
   bool alpha = false;
   for (char c : t) {
-    if (IsAlpha(c)) alpha = true;
-    else if (!IsDigit(c) && c != '-' && c != '.' && c != '_') return false;
+    if (IsAlpha(c))
+      alpha = true;
+    else if (!IsDigit(c) && c != '-' && c != '.' && c != '_')
+      return false;
   }
   return alpha;
 }
@@ -142,8 +146,10 @@ bool StartsLikeHeader(std::string_view s) {
   if (c1 == std::string_view::npos) return false;
   std::string_view pid = tok.substr(c1 + 1, c2 - c1 - 1), tid = tok.substr(c2 + 1);
   if (pid.empty() || tid.empty()) return false;
-  for (char c : pid) if (!IsDigit(c)) return false;
-  for (char c : tid) if (!IsDigit(c)) return false;
+  for (char c : pid)
+    if (!IsDigit(c)) return false;
+  for (char c : tid)
+    if (!IsDigit(c)) return false;
   return true;
 }
 
@@ -205,8 +211,9 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
   // host names are short, so 16 bytes at a time usually find it at once.
   for (; i + 16 <= n; i += 16) {
     __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(':')), _mm_cmpeq_epi8(x, _mm_set1_epi8(' '))),
-                                _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('/')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+    __m128i stop =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(':')), _mm_cmpeq_epi8(x, _mm_set1_epi8(' '))),
+                     _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('/')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
     unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
     if (mask) {
       i += static_cast<size_t>(__builtin_ctz(mask));
@@ -253,7 +260,10 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
   if (t.empty()) return false;
 
   // Markdown quoting.
-  if (StartsWith(t, "> ")) { s->remove_prefix(2); return true; }
+  if (StartsWith(t, "> ")) {
+    s->remove_prefix(2);
+    return true;
+  }
 
   // ISO timestamps (shippers, kubectl --timestamps, CRI files "… stdout F ").
   if (t.size() >= 19 && IsDigit(t[0]) && t[4] == '-') {
@@ -262,7 +272,8 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
     if (ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']')) {
       while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
       if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
-        if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {}
+        if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
+        }
       }
       if (out->time < 0) out->time = ts;
       *s = u;
@@ -295,7 +306,10 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
     if (i < t.size() && t[i] == 's' && i + 1 < t.size() && t[i + 1] == '\t') {
       size_t j = i + 2;
       while (j < t.size() && IsDigit(t[j])) ++j;
-      if (j < t.size() && t[j] == '\t' && j > i + 2) { s->remove_prefix(j + 1); return true; }
+      if (j < t.size() && t[j] == '\t' && j > i + 2) {
+        s->remove_prefix(j + 1);
+        return true;
+      }
     }
   }
 
@@ -368,16 +382,17 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
           int64_t v;
           const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
           if (got != IntParse::kNone && r.empty()) {
-            if (got == IntParse::kOk) out->local_rank_hint = static_cast<int>(v);
-            else out->bad_number = true;
+            if (got == IntParse::kOk)
+              out->local_rank_hint = static_cast<int>(v);
+            else
+              out->bad_number = true;
             s->remove_prefix(close + 2);
             return true;
           }
         }
       }
       // kubectl --prefix "[pod/name/container] ", "[node/name] ".
-      if ((StartsWith(inner, "pod/") || StartsWith(inner, "node/")) && close + 1 < t.size() &&
-          t[close + 1] == ' ') {
+      if ((StartsWith(inner, "pod/") || StartsWith(inner, "node/")) && close + 1 < t.size() && t[close + 1] == ' ') {
         std::string_view name = inner.substr(inner.find('/') + 1);
         size_t slash = name.find('/');
         out->host_hint = name.substr(0, slash);
@@ -417,17 +432,22 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
   }
 
   // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
-  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   static const char* kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
   if (t.size() > 20 && IsAlpha(t[0]) && t[3] == ' ') {
     std::string_view u = t;
     for (const char* d : kDays) {
-      if (StartsWith(u, d) && u[3] == ' ') { u.remove_prefix(4); break; }
+      if (StartsWith(u, d) && u[3] == ' ') {
+        u.remove_prefix(4);
+        break;
+      }
     }
     int month = 0;
     for (int m = 0; m < 12; ++m) {
-      if (StartsWith(u, kMonths[m]) && u.size() > 4 && u[3] == ' ') { month = m + 1; break; }
+      if (StartsWith(u, kMonths[m]) && u.size() > 4 && u[3] == ' ') {
+        month = m + 1;
+        break;
+      }
     }
     if (month) {
       u.remove_prefix(4);
@@ -510,6 +530,5 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
   }
   return false;
 }
-
 
 }  // namespace ncclscan

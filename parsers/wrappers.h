@@ -19,7 +19,7 @@ namespace ncclscan {
 struct ByteScan {
   bool nul = false, cr = false, ansi = false;
   bool nccl_keyword = false;  // "NCCL " occurs (a glued second NCCL line may)
-  size_t control = 0;  // control bytes in the first 256 (binary detection)
+  size_t control = 0;         // control bytes in the first 256 (binary detection)
 };
 ByteScan ScanBytes(std::string_view s);
 // The same, byte by byte without SIMD: the reference ScanBytes is tested against.
