@@ -21,77 +21,31 @@
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
 #include "rules/engine_contract.h"
+#include "rules/rule_loader_internal.h"
 #include "rules/rule_reader.h"
 
 namespace ncclscan {
 
 namespace {
 
-// Real rules compile to a few hundred instructions; this bounds per-line cost.
-constexpr int kMaxProgramSize = 20000;
-
-bool ValidId(const std::string& id) {
-  if (id.empty() || id.size() > 64 || !(id[0] >= 'A' && id[0] <= 'Z')) return false;
-  for (char c : id) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return true;
-}
-
-// Runs fn(i) for every i in [0, n) on this thread and one helper, each taking
-// the next i when done with the last (put the biggest items first), or on this
-// thread alone when no thread can be started. Start-up work that is independent
-// per file or per rule (YAML parse, RE2 compiles, example checks) is split this
-// way; callers keep results per index, so output order is fixed. An exception
-// on the helper is rethrown here.
-template <typename F>
-void OnTwoThreads(size_t n, F&& fn) {
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+// Whether text holds one of the rule's key atoms, as the prefilter sees it
+// (case-blind: RE2's atoms are lower case).
+bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
+  std::string lower(text);
+  auto fold = [](std::string* s) {
+    for (char& c : *s) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
   };
-  std::exception_ptr helper_error;
-  std::thread helper;
-  try {
-    helper = std::thread([&] {
-      try {
-        run();
-      } catch (...) {
-        helper_error = std::current_exception();
-      }
-    });
-  } catch (const std::system_error&) {  // no thread to be had: one is enough
+  fold(&lower);
+  for (std::string atom : cr.key_atoms) {
+    fold(&atom);
+    if (lower.find(atom) != std::string::npos) return true;
   }
-  try {
-    run();
-  } catch (...) {
-    if (helper.joinable()) helper.join();
-    throw;
-  }
-  if (helper.joinable()) helper.join();
-  if (helper_error) std::rethrow_exception(helper_error);
+  return false;
 }
 
 }  // namespace
-
-namespace {
-// The RE2 options of every rule pattern.
-RE2::Options RegexOptions() {
-  RE2::Options opts;
-  opts.set_log_errors(false);
-  // Logs are bytes, not UTF-8: in Latin-1 mode '.' and negated classes match any
-  // byte, so one invalid UTF-8 sequence cannot hide an error line. UTF-8
-  // literals in patterns still match themselves byte for byte.
-  opts.set_encoding(RE2::Options::EncodingLatin1);
-  // Bounds each compiled program (~40k instructions); real rules use a few hundred.
-  opts.set_max_mem(2 << 20);
-  return opts;
-}
-}  // namespace
-
-struct RuleLoader::Impl : RuleReader {
-  bool embedded = false;  // the built-in rules are loaded: the engine's facts must all be there
-};
 
 RuleLoader::RuleLoader() : impl_(new Impl) {}
 RuleLoader::~RuleLoader() = default;
@@ -240,58 +194,10 @@ bool RuleLoader::AddDirectory(const std::string& dir) {
   return true;
 }
 
-namespace {
-
-// Column of `fragment` inside the pattern value, to place the caret.
-SourcePos PatternPos(const Located<std::string>& pattern, const std::string& fragment,
-                     const std::map<std::string, std::string>& sources) {
-  SourcePos p = pattern.pos;
-  if (fragment.empty()) return p;
-  size_t off = pattern.value.find(fragment);
-  if (off == std::string::npos) return p;
-  // The scalar may be quoted in the source; find the fragment on that line.
-  auto it = sources.find(p.file);
-  if (it != sources.end() && p.line > 0) {
-    std::istringstream in(it->second);
-    std::string line;
-    for (int i = 0; i < p.line && std::getline(in, line); ++i) {
-    }
-    size_t col = line.find(fragment, p.col > 0 ? p.col - 1 : 0);
-    if (col != std::string::npos) {
-      p.col = static_cast<int>(col) + 1;
-      return p;
-    }
-  }
-  p.col += static_cast<int>(off);
-  return p;
-}
-
-// Whether text holds one of the rule's key atoms, as the prefilter sees it
-// (case-blind: RE2's atoms are lower case).
-bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
-  std::string lower(text);
-  auto fold = [](std::string* s) {
-    for (char& c : *s) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-  };
-  fold(&lower);
-  for (std::string atom : cr.key_atoms) {
-    fold(&atom);
-    if (lower.find(atom) != std::string::npos) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-// Pass 2: the typed structs checked against each other (ids, facts, templates,
-// regexes, references) and compiled into `rs`; every problem is recorded; the
-// ids turned off (enabled: false, disable:, --disable) go to *off_out.
-void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
+// Pass 2 begins: the facts, later layers redefining earlier ones, and the
+// ones the engine needs by name (rules/engine_contract.h).
+void RuleLoader::ValidateFacts(RuleSet* rs) {
   Impl& im = *impl_;
-
-  // ---- pass 2: validate ----------------------------------------------------
   // Facts: later layers may redefine; same layer duplicates are errors.
   std::map<std::string, int> fact_layer;
   for (auto& fe : im.facts) {
@@ -335,12 +241,19 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
     }
     rs->engine_facts_[static_cast<size_t>(ef.id)] = idx;
   }
+}
 
+// Which definition of each id is in force: rules and correlations share one
+// id space; a later layer overrides an earlier one (*overridden says where).
+void RuleLoader::SelectDefinitions(std::vector<const LineRule*>* rules_out,
+                                   std::vector<const CorrelationRule*>* corrs_out,
+                                   std::map<std::string, SourcePos>* overridden_out) {
+  Impl& im = *impl_;
+  std::vector<const LineRule*>& rules = *rules_out;
+  std::vector<const CorrelationRule*>& corrs = *corrs_out;
+  std::map<std::string, SourcePos>& overridden = *overridden_out;
   // Rules and correlations share one id space.
   std::map<std::string, std::pair<int, SourcePos>> seen;  // id -> layer, pos
-  std::map<std::string, SourcePos> overridden;            // id -> where the last redefinition is
-  std::vector<const LineRule*> rules;
-  std::vector<const CorrelationRule*> corrs;
   std::map<std::string, size_t> rule_slot, corr_slot;
   auto check_id = [&](const Located<std::string>& id, int layer) -> int {
     if (!ValidId(id.value)) {
@@ -389,245 +302,13 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   }
   rules.erase(std::remove(rules.begin(), rules.end(), nullptr), rules.end());
   corrs.erase(std::remove(corrs.begin(), corrs.end(), nullptr), corrs.end());
+}
 
-  auto check_template = [&](const Located<std::string>& src, const std::set<std::string>& vars, Template* out,
-                            const std::string& what) {
-    std::string err;
-    size_t col = 0;
-    if (!Template::Parse(src.value, out, &err, &col)) {
-      SourcePos p = PatternPos(src, src.value.substr(col, 1), sources_);
-      im.Error(p, "E-TEMPLATE", what + ": " + err);
-      return;
-    }
-    for (const auto& part : out->parts()) {
-      if (part.is_var && !vars.count(part.text) && !vars.count("*")) {
-        std::string list;
-        for (const auto& v : vars) list += (list.empty() ? "" : ", ") + v;
-        im.Error(PatternPos(src, "{" + part.text + "}", sources_), "E-TEMPLATE",
-                 what + ": unknown variable '{" + part.text + "}'", "known here: " + list);
-      }
-    }
-  };
-
-  const RE2::Options opts = RegexOptions();
-  // Every pattern compiled once, here, for diagnostics and for matching.
-  // A `fields` rule has no regex: "x" stands in (its captures are the fields).
-  std::vector<std::shared_ptr<const RE2>> regexes(rules.size());
-  OnTwoThreads(rules.size(), [&](size_t i) {
-    regexes[i] = std::make_shared<const RE2>(rules[i]->fields.empty() ? rules[i]->pattern.value : "x", opts);
-  });
-  for (size_t rule_index = 0; rule_index < rules.size(); ++rule_index) {
-    const LineRule* lr = rules[rule_index];
-    CompiledRule cr;
-    cr.spec = *lr;
-    LineRule& r = cr.spec;
-    if (r.family_name.value == "nccl")
-      r.family = Family::kNccl;
-    else if (r.family_name.value == "torch")
-      r.family = Family::kTorch;
-    else if (r.family_name.value == "elastic")
-      r.family = Family::kElastic;
-    else if (r.family_name.value == "any")
-      r.any_family = true;
-    else if (!r.family_name.value.empty()) {
-      im.Error(r.family_name.pos, "E-BAD-VALUE", "unknown family '" + r.family_name.value + "'",
-               "use one of: nccl, torch, elastic, any");
-    }
-    const RE2& re = *regexes[rule_index];
-    if (r.fields.empty() && re.ok()) cr.re = regexes[rule_index];
-    std::set<std::string> vars;
-    if (!r.fields.empty()) {
-      cr.num_captures = static_cast<int>(r.fields.size());
-      cr.capture_names.assign(1, "");
-      for (size_t i = 0; i < r.fields.size(); ++i) {
-        const auto& f = r.fields[i];
-        cr.capture_names.push_back(f.name);
-        vars.insert(f.name);
-        // A field whose anchor is the previous field's reuses its position.
-        bool reuse = i > 0 && r.fields[i - 1].anchor.value == f.anchor.value;
-        cr.field_finders.push_back(reuse ? std::nullopt : std::optional<LiteralFinder>(f.anchor.value));
-      }
-      if (cr.num_captures > kMaxCaptures) im.Error(r.pattern.pos, "E-BAD-VALUE", "at most 15 fields");
-    } else if (!re.ok()) {
-      vars.insert("*");  // captures unknown: do not report every template variable too
-      bool too_big = re.error_code() == RE2::ErrorPatternTooLarge;
-      im.Error(PatternPos(r.pattern, re.error_arg(), sources_), too_big ? "E-REGEX-TOO-BIG" : "E-BAD-REGEX",
-               (too_big ? "regex too large: " : "invalid regex: ") + re.error(),
-               too_big ? "split the rule or simplify the pattern; RE2's program size is bounded" : "");
-    } else if (re.ProgramSize() > kMaxProgramSize) {
-      vars.insert("*");
-      im.Error(r.pattern.pos, "E-REGEX-TOO-BIG",
-               "regex too large: compiled program has " + std::to_string(re.ProgramSize()) + " instructions, at most " +
-                   std::to_string(kMaxProgramSize),
-               "split the rule or simplify the pattern (large counted repetitions expand)");
-    } else {
-      cr.num_captures = re.NumberOfCapturingGroups();
-      if (cr.num_captures > kMaxCaptures) {
-        im.Error(r.pattern.pos, "E-BAD-REGEX",
-                 "pattern has " + std::to_string(cr.num_captures) + " capture groups; at most " +
-                     std::to_string(kMaxCaptures));
-      }
-      cr.capture_names.assign(cr.num_captures + 1, "");
-      for (const auto& kv : re.NamedCapturingGroups()) {
-        if (kv.second <= cr.num_captures) cr.capture_names[kv.second] = kv.first;
-        vars.insert(kv.first);
-      }
-    }
-    std::set<std::string> lookup_vars = vars;  // captures, then each lookup once defined
-    for (const Lookup& lk : r.lookups) {
-      CompiledLookup cl;
-      cl.name = lk.name;
-      cl.from_capture = cr.CaptureIndex(lk.from.value);
-      if (cl.from_capture < 0 && re.ok()) {
-        im.Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
-      }
-      for (const auto& kv : lk.map) cl.map[kv.first] = kv.second;
-      // A default may name captures and lookups defined above it, never itself or
-      // a later one: a cycle would recurse forever while rendering.
-      Located<std::string> def{lk.default_value, lk.from.pos};
-      check_template(def, lookup_vars, &cl.default_value, "lookup '" + lk.name + "' default");
-      lookup_vars.insert(lk.name);
-      cr.lookups.push_back(std::move(cl));
-    }
-    for (const Lookup& lk : r.lookups) vars.insert(lk.name);
-    for (const FactAssign& fa : r.facts) {
-      CompiledFact cf;
-      cf.fact = rs->FindFact(fa.fact.value);
-      if (cf.fact < 0) {
-        im.Error(fa.fact.pos, "E-UNKNOWN-FACT", "unknown fact '" + fa.fact.value + "'",
-                 "declare it under 'facts:' in a rule file (docs/rules.md §1)");
-        continue;
-      }
-      const FactSpec& fs = rs->facts()[cf.fact];
-      if (fs.keyed != !fa.key.value.empty()) {
-        im.Error(fa.fact.pos, "E-BAD-VALUE",
-                 fs.keyed ? "fact '" + fs.name.value + "' is keyed: write " + fs.name.value + "[{capture}]"
-                          : "fact '" + fs.name.value + "' is not keyed");
-        continue;
-      }
-      if (fs.keyed) check_template(fa.key, vars, &cf.key, "fact key");
-      check_template(fa.value, vars, &cf.value, "fact value");
-      cr.facts.push_back(std::move(cf));
-    }
-    for (const auto& kv : r.identity) {
-      for (int s = 0; s < kNumIdSlots; ++s) {
-        if (kv.first == IdentitySlotName(s)) {
-          check_template(kv.second, vars, &cr.identity[s], "identity " + kv.first);
-          cr.has_identity = true;
-          // A literal event must be one the engine acts on (engine/state/job_state.cc).
-          if (s == kIdEvent && !cr.identity[s].parts().empty()) {
-            std::string literal;
-            bool is_literal = true;
-            for (const auto& part : cr.identity[s].parts()) {
-              if (part.is_var) is_literal = false;
-              literal += part.text;
-            }
-            if (is_literal && !IsEngineEvent(literal)) {
-              std::string known;
-              for (auto e : EngineEvents()) known += (known.empty() ? "" : ", ") + std::string(e);
-              im.Error(kv.second.pos, "E-ENGINE-EVENT", "identity event '" + literal + "' is not one the engine knows",
-                       "use one of: " + known);
-            }
-          }
-        }
-      }
-    }
-    if (r.subject == SubjectMode::kCapture) {
-      cr.subject_capture = cr.CaptureIndex("rank");
-      if (cr.subject_capture < 0 && re.ok()) {
-        im.Error(r.pattern.pos, "E-TEMPLATE", "subject: capture needs a capture group named 'rank'");
-      }
-    }
-    if (r.finding.present) {
-      std::set<std::string> fvars = vars;
-      fvars.insert({"ranks", "hosts", "count"});
-      check_template(r.finding.explanation, fvars, &cr.explanation, "explanation");
-      check_template(r.finding.remediation, fvars, &cr.remediation, "remediation");
-      for (const auto& g : r.finding.group_by) {
-        if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
-        cr.group_by.push_back(g.value);
-      }
-    } else if (cr.facts.empty() && !cr.has_identity) {
-      im.Error(r.id.pos, "E-MISSING-KEY", "rule " + r.id.value + " sets no facts, no identity and has no finding",
-               "a rule must produce something");
-    }
-    // Single-capture templates read their group directly (a lookup of the same
-    // name wins over a capture, as in MatchVars).
-    auto bind = [&cr](Template* t) {
-      auto capture_of = [&cr](const std::string& name) {
-        for (const CompiledLookup& lk : cr.lookups) {
-          if (lk.name == name) return -1;
-        }
-        return cr.CaptureIndex(name);
-      };
-      if (t->IsSingleVar()) {
-        t->set_single_capture(capture_of(t->parts()[0].text));
-        return;
-      }
-      for (size_t i = 0; i < t->parts().size(); ++i) {
-        if (t->parts()[i].is_var) t->set_part_capture(i, capture_of(t->parts()[i].text));
-      }
-    };
-    for (CompiledFact& cf : cr.facts) {
-      bind(&cf.key);
-      bind(&cf.value);
-    }
-    for (Template& t : cr.identity) bind(&t);
-    for (const auto& lv : r.levels) {
-      static const std::pair<const char*, NcclLevel> kNcclLevels[] = {
-          {"INFO", NcclLevel::kInfo}, {"WARN", NcclLevel::kWarn},   {"TRACE", NcclLevel::kTrace},
-          {"CALL", NcclLevel::kCall}, {"ABORT", NcclLevel::kAbort}, {"VERSION", NcclLevel::kVersion}};
-      bool known = false;
-      for (const auto& nl : kNcclLevels) {
-        if (lv.value == nl.first) {
-          cr.nccl_levels |= 1u << static_cast<int>(nl.second);
-          known = true;
-        }
-      }
-      if (lv.value.size() == 1 && CompiledRule::SeverityBit(lv.value[0]) > 0) {
-        cr.c10_severities |= 1u << CompiledRule::SeverityBit(lv.value[0]);
-        known = true;
-      }
-      if (lv.value == "headerless") {  // neither an NCCL level nor a c10 severity
-        cr.c10_severities |= 1u;
-        known = true;
-      }
-      if (lv.value == "non-nccl") {  // every line that is not an NCCL line: c10 ones and headerless
-        cr.c10_severities |= 0x3fu;
-        known = true;
-      }
-      if (!known) {
-        im.Error(lv.pos, "E-BAD-VALUE", "unknown level '" + lv.value + "'",
-                 "NCCL levels INFO WARN TRACE CALL ABORT VERSION, c10 severities E F W I V, headerless or non-nccl");
-      }
-    }
-    cr.has_finding = r.finding.present;
-    if (r.fallback) {
-      if (r.levels.empty()) {
-        im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'level'",
-                 "a catch-all runs its regex on every line it admits: name the levels (e.g. level: [WARN])");
-      }
-      if (!r.finding.present) {
-        im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'finding'");
-      }
-    }
-    cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
-    for (const CompiledFact& cf : cr.facts) {
-      if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
-    }
-    rs->rules_.push_back(std::move(cr));
-  }
-
-  std::set<std::string> all_ids;
-  for (const auto& r : rs->rules_) all_ids.insert(r.spec.id.value);
-  for (const CorrelationRule* c : corrs) all_ids.insert(c->id.value);
-  auto check_explains = [&](const FindingSpec& f) {
-    for (const auto& e : f.explains) {
-      if (!all_ids.count(e.value)) im.Error(e.pos, "E-UNKNOWN-RULE", "explains unknown rule '" + e.value + "'");
-    }
-  };
-  for (const auto& r : rs->rules_) check_explains(r.spec.finding);
-
+// Rules turned off, and the record of what a later layer changed.
+void RuleLoader::ApplyDisables(RuleSet* rs, const std::vector<const CorrelationRule*>& corrs,
+                               const std::map<std::string, SourcePos>& overridden, const std::set<std::string>& all_ids,
+                               std::set<std::string>* off_out) {
+  Impl& im = *impl_;
   // Rules turned off: `enabled: false` on the definition in force, a file's
   // `disable:` list, --disable. They are compiled and checked like the others
   // (their examples run with every rule present) and set aside at the end.
@@ -658,76 +339,30 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   std::sort(rs->changes_.begin(), rs->changes_.end(), [](const RuleChange& a, const RuleChange& b) {
     return std::tie(a.id, a.change) < std::tie(b.id, b.change);
   });
+}
 
-  for (const CorrelationRule* c : corrs) {
-    CompiledCorrelation cc;
-    cc.spec = *c;
-    // Required keys are checked by the reader (rules/vocabulary.cc's table).
-    auto need_fact = [&](const Located<std::string>& f) -> int {
-      if (f.value.empty()) return -1;
-      int idx = rs->FindFact(f.value);
-      if (idx < 0) im.Error(f.pos, "E-UNKNOWN-FACT", "unknown fact '" + f.value + "'");
-      return idx;
-    };
-    std::set<std::string> vars = {"ranks", "hosts", "count"};
-    if (c->kind != CorrelationKind::kCount) {
-      for (const auto& v : KindInfo(c->kind).vars) vars.insert(std::string(v));
-    }
-    switch (c->kind) {
-      case CorrelationKind::kConsensus:
-        cc.fact = need_fact(c->fact);
-        cc.population = need_fact(c->population);
-        break;
-      case CorrelationKind::kCondition:
-        if (c->where.empty()) im.Error(c->id.pos, "E-MISSING-KEY", "condition correlation needs 'where'");
-        for (const auto& w : c->where) {
-          int f = need_fact(w.fact);
-          cc.where_facts.push_back(f);
-          const FactSpec* fs = f >= 0 ? &rs->facts()[f] : nullptr;
-          if (fs && fs->keyed && w.key.value.empty()) {
-            im.Error(w.fact.pos, "E-BAD-VALUE", "fact '" + w.fact.value + "' is keyed: name the key",
-                     "write fact: " + w.fact.value + "[KEY], e.g. env[NCCL_IB_TIMEOUT]");
-          } else if (fs && !fs->keyed && !w.key.value.empty()) {
-            im.Error(w.fact.pos, "E-BAD-VALUE",
-                     "fact '" + w.fact.value + "' is not keyed: write fact: " + w.fact.value);
-          }
-          // A set holds several values: which one would be compared is unclear.
-          if (fs && fs->merge == MergeMode::kSet && IsNumericOp(w.op)) {
-            im.Error(w.value.pos, "E-BAD-VALUE",
-                     "'" + std::string(OpName(w.op)) + "' compares numbers, but fact '" + w.fact.value +
-                         "' (merge: set) holds a set of values",
-                     "use matches, equals or exists on a set");
-          }
-          if (w.op == ConditionOp::kMatches) {
-            RE2 re(w.value.value, opts);
-            if (!re.ok()) im.Error(w.fact.pos, "E-BAD-REGEX", "invalid regex in 'matches': " + re.error());
-          }
-        }
-        break;
-      case CorrelationKind::kAbsence:
-        cc.present = need_fact(c->present);
-        cc.absent = need_fact(c->absent);
-        break;
-      case CorrelationKind::kExtreme:
-        cc.fact = need_fact(c->fact);
-        cc.require = need_fact(c->require);
-        break;
-      case CorrelationKind::kFirstInTime:
-      case CorrelationKind::kPeerMap:
-        cc.fact = need_fact(c->fact);
-        break;
-      case CorrelationKind::kMissingRanks:
-      case CorrelationKind::kCollective:
-      case CorrelationKind::kCount:  // an unknown kind: reported by the reader
-        break;
-    }
-    if (c->finding.present) {
-      check_template(c->finding.explanation, vars, &cc.explanation, "explanation");
-      check_template(c->finding.remediation, vars, &cc.remediation, "remediation");
-    }
-    check_explains(c->finding);
-    rs->correlations_.push_back(std::move(cc));
-  }
+void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
+  // ---- pass 2: validate ----------------------------------------------------
+  ValidateFacts(rs);
+  std::vector<const LineRule*> rules;
+  std::vector<const CorrelationRule*> corrs;
+  std::map<std::string, SourcePos> overridden;  // id -> where the last redefinition is
+  SelectDefinitions(&rules, &corrs, &overridden);
+  const RE2::Options opts = RegexOptions();
+  // Every pattern compiled once, here, for diagnostics and for matching.
+  // A `fields` rule has no regex: "x" stands in (its captures are the fields).
+  std::vector<std::shared_ptr<const RE2>> regexes(rules.size());
+  OnTwoThreads(rules.size(), [&](size_t i) {
+    regexes[i] = std::make_shared<const RE2>(rules[i]->fields.empty() ? rules[i]->pattern.value : "x", opts);
+  });
+  for (size_t i = 0; i < rules.size(); ++i) CompileRule(rs, rules[i], regexes[i]);
+
+  std::set<std::string> all_ids;
+  for (const auto& r : rs->rules_) all_ids.insert(r.spec.id.value);
+  for (const CorrelationRule* c : corrs) all_ids.insert(c->id.value);
+  for (const auto& r : rs->rules_) CheckExplains(r.spec.finding, all_ids);
+  ApplyDisables(rs, corrs, overridden, all_ids, off_out);
+  for (const CorrelationRule* c : corrs) CompileCorrelation(rs, c, all_ids);
 }
 
 // Pass 3: each rule's key atoms chosen, and the prefilter built over them.

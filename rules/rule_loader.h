@@ -76,6 +76,18 @@ class RuleLoader {
  private:
   // Build's passes (rule_loader.cc).
   void Validate(RuleSet* rs, std::set<std::string>* off);
+  // Validate's steps, in order (rule_loader.cc).
+  void ValidateFacts(RuleSet* rs);
+  void SelectDefinitions(std::vector<const LineRule*>* rules, std::vector<const CorrelationRule*>* corrs,
+                         std::map<std::string, SourcePos>* overridden);
+  void CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_ptr<const RE2>& compiled);
+  void CheckExplains(const FindingSpec& f, const std::set<std::string>& all_ids);
+  void ApplyDisables(RuleSet* rs, const std::vector<const CorrelationRule*>& corrs,
+                     const std::map<std::string, SourcePos>& overridden, const std::set<std::string>& all_ids,
+                     std::set<std::string>* off_out);
+  void CompileCorrelation(RuleSet* rs, const CorrelationRule* c, const std::set<std::string>& all_ids);
+  void CheckTemplate(const Located<std::string>& src, const std::set<std::string>& vars, Template* out,
+                     const std::string& what);
   void CompilePrefilter(RuleSet* rs);
   void CheckExamples(RuleSet* rs);
 

@@ -217,8 +217,8 @@ TEST(Scanner, AGluedLineWrappedMidSentenceIsJoined) {
   Analysis a = Analyze(Rules(), {f}, opts);
   // (The primary is rank 0's, silent while rank 2 waits: CONSENSUS-RANK0-ALONE.)
   const Finding* timeout = nullptr;
-  for (const Finding& f : a.diagnosis.findings) {
-    if (f.rule_id == "TORCH-WATCHDOG-TIMEOUT") timeout = &f;
+  for (const Finding& x : a.diagnosis.findings) {
+    if (x.rule_id == "TORCH-WATCHDOG-TIMEOUT") timeout = &x;
   }
   ASSERT_NE(timeout, nullptr);
   EXPECT_EQ(CompactRanks(timeout->ranks), "2");

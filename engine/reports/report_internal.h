@@ -1,0 +1,118 @@
+// Internal to engine/reports: the JSON writer and the helpers the report
+// files (report.cc: text, markdown, tables, rule list; report_json.cc: the
+// JSON diagnosis) share.
+//
+// Thread-safety: a Json belongs to one thread; the functions are pure.
+#ifndef NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
+#define NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/models/diagnosis.h"
+#include "engine/state/job_state.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+namespace report_detail {
+
+// Minimal streaming JSON writer: keys in the order written, text escaped with
+// invalid UTF-8 replaced (log text is arbitrary bytes).
+class Json {
+ public:
+  void BeginObject() {
+    Sep();
+    out_ += '{';
+    first_ = true;
+  }
+  void EndObject() {
+    out_ += '}';
+    first_ = false;
+  }
+  void BeginArray() {
+    Sep();
+    out_ += '[';
+    first_ = true;
+  }
+  void EndArray() {
+    out_ += ']';
+    first_ = false;
+  }
+  void Key(std::string_view k) {
+    Sep();
+    out_ += '"';
+    AppendJsonEscaped(&out_, k);
+    out_ += "\":";
+    first_ = true;  // the value follows without a comma
+  }
+  void String(std::string_view s) {
+    Sep();
+    out_ += '"';
+    AppendJsonEscaped(&out_, s);
+    out_ += '"';
+  }
+  void Int(int64_t v) {
+    Sep();
+    out_ += std::to_string(v);
+  }
+  void UInt(uint64_t v) {
+    Sep();
+    out_ += std::to_string(v);
+  }
+  void Double(double v) {
+    Sep();
+    out_ += fmt::format("{:.2f}", v);
+  }
+  void Bool(bool b) {
+    Sep();
+    out_ += b ? "true" : "false";
+  }
+  void Null() {
+    Sep();
+    out_ += "null";
+  }
+  void KV(std::string_view k, std::string_view v) {
+    Key(k);
+    String(v);
+  }
+  void KVInt(std::string_view k, int64_t v) {
+    Key(k);
+    Int(v);
+  }
+  std::string& str() { return out_; }
+
+ private:
+  void Sep() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  std::string out_;
+  bool first_ = true;
+};
+
+std::string RanksOfSubjects(const JobState& st, const std::vector<int>& subjects);
+
+// NCCL / PyTorch versions and the ranks that reported each.
+std::map<std::string, std::vector<int>> VersionsOf(const JobState& st, Fact fact_id);
+
+void WriteFactValue(Json* j, const FactSpec& spec, const FactValue& v);
+
+// input.skipped and input.walk_errors (engine/io/source.h: SkippedInputs).
+void WriteSkipped(Json* j, const SkippedInputs& sk);
+
+void WriteEvidence(Json* j, const JobState& st, const std::vector<Evidence>& ev);
+
+std::string HumanBytes(uint64_t b);
+
+// A field of a report at most kMaxFieldText bytes long, cut between characters.
+std::string Bounded(std::string_view s);
+
+std::string WithCommas(uint64_t v);
+
+}  // namespace report_detail
+}  // namespace ncclscan
+
+#endif  // NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
