@@ -297,13 +297,14 @@ TEST(RuleLoader, AcceptsNumericAndKeyedConditions) {
 
 // A correlation of one kind with keys another kind reads (rules/vocabulary.cc):
 // refused where the key is written, not ignored.
-std::string Correlation(const std::string& kind_and_keys) {
+std::string Correlation(const std::string& kind_and_keys, const std::string& category = "env",
+                        const std::string& finding = "{severity: warning, explanation: x}") {
   return std::string(kFacts) +
          "correlations:\n"
          "  - id: C\n"
          "    title: t\n"
-         "    category: env\n" +
-         kind_and_keys + "    finding: {severity: warning, explanation: x}\n";
+         "    category: " +
+         category + "\n" + kind_and_keys + "    finding: " + finding + "\n";
 }
 
 TEST(RuleLoader, RefusesAKeyItsKindDoesNotRead) {
@@ -336,19 +337,12 @@ TEST(RuleLoader, UnknownWordsOfTheVocabularyAreErrorsWithTheirPlace) {
             "              ^\n"
             "help: use one of: consensus, condition, absence, missing_ranks, extreme, first_in_time, peer_map, "
             "collective\n");
-  const std::string category = Load(std::string(kFacts) +
-                                    "correlations:\n"
-                                    "  - id: C\n"
-                                    "    title: t\n"
-                                    "    category: network\n"
-                                    "    kind: missing_ranks\n"
-                                    "    finding: {severity: warning, explanation: x}\n");
+  const std::string category = Load(Correlation("    kind: missing_ranks\n", "network"));
   EXPECT_NE(category.find("t.yaml:8:15: error: unknown category 'network' [E-BAD-VALUE]"), std::string::npos)
       << category;
   EXPECT_EQ(category.find("needs a 'category'"), std::string::npos) << category;  // one error, not two
   const std::string owner =
-      Load(Correlation("    kind: missing_ranks\n")
-               .replace(Correlation("    kind: missing_ranks\n").find("finding: {"), 10, "finding: {owner: network, "));
+      Load(Correlation("    kind: missing_ranks\n", "env", "{owner: network, severity: warning, explanation: x}"));
   EXPECT_NE(owner.find("unknown owner 'network'"), std::string::npos) << owner;
   EXPECT_NE(owner.find("help: use one of: fabric, gpu-hardware, node-config, application, launcher, library"),
             std::string::npos);

@@ -9,6 +9,7 @@
 
 #include "engine/corpus/sha256.h"
 #include "parsers/text_util.h"
+#include "rules/vocabulary.h"
 
 namespace ncclscan {
 
@@ -55,7 +56,6 @@ const std::set<std::string_view> kRuleCategories = {
     "bootstrap", "config", "connection", "cuda",    "desync",   "elastic",   "env",     "gdr",  "ib",   "identity",
     "init",      "oom",    "p2p",        "timeout", "topology", "transport", "version", "hang", "crash"};
 // Statuses that claim nothing either way: no evidence read, or not all of it.
-const std::set<std::string_view> kNoClaimStatuses = {"unknown", "partial", "incomplete"};
 
 using simdjson::dom::element;
 
@@ -309,7 +309,11 @@ bool IsSetAside(std::string_view address) { return SplitBucket(address) < 30; }
 
 bool ClaimsHealthy(std::string_view status) { return status == "ok" || status == "healthy"; }
 
-bool ClaimsFailure(std::string_view status) { return !ClaimsHealthy(status) && !kNoClaimStatuses.count(status); }
+// unknown, partial, incomplete claim neither (rules/vocabulary.h IsUndecided).
+bool ClaimsFailure(std::string_view status) {
+  Status s;
+  return !ClaimsHealthy(status) && !(ParseStatus(status, &s) && IsUndecided(s));
+}
 
 namespace {
 

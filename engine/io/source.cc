@@ -22,6 +22,8 @@
 
 namespace ncclscan {
 
+std::string DisplayPath(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 namespace {
 
 class FdReader : public ByteReader {
@@ -447,8 +449,6 @@ std::string SniffName(std::string_view path) {
   }
   return b;
 }
-
-std::string Display(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
 // The bytes of the current tar member. A failure here is the archive's own
 // (cut, unreadable): *damaged is set, and nothing after it can be read.
@@ -1035,7 +1035,7 @@ std::unique_ptr<InputReader> InputReader::Open(const InputPath& input, const Glo
   if (!stream) return nullptr;
   std::unique_ptr<InputReader> r(new InputReader());
   r->input_ = input;
-  r->display_ = Display(input.path);
+  r->display_ = DisplayPath(input.path);
   r->globs_ = globs;
   auto peek = std::make_unique<Peekable>(std::move(stream));
   peek->Peek(kSniffBytes);

@@ -95,6 +95,9 @@ class GlobFilter {
   bool hidden_ = false;
 };
 
+// How reports name input `path`: "<stdin>" for "-", else the path itself.
+std::string DisplayPath(const std::string& path);
+
 // A file to scan. One found by a walk (not named on the command line) is
 // still skipped if its content is binary, or not a log unless a -g glob
 // included it by name.

@@ -70,6 +70,25 @@ Checks::Waiting Checks::CollectWaiting() const {
 
 int Checks::InferredWorld(const std::set<int>& present) const { return present.empty() ? 0 : *present.rbegin() + 1; }
 
+std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>& present, int* world,
+                                          bool* inferred) const {
+  *world = WorldSize();
+  *inferred = *world == 0 && !present.empty();
+  // No world size printed anywhere: ranks are numbered from 0, so every rank
+  // below the highest that reported exists.
+  if (*inferred) *world = InferredWorld(present);
+  std::vector<int> missing;
+  for (int r = 0; r < *world; ++r) {
+    if (!present.count(r)) missing.push_back(r);
+  }
+  if (!*inferred) return missing;
+  // Only by elimination among many reporters: one rank's log alone says
+  // nothing about the others. Where rank 0 is among several silent ranks,
+  // rank_zero_alone names it alone.
+  if (missing.size() >= w.ranks.size() || (missing.size() > 1 && missing.front() == 0)) return {};
+  return missing;
+}
+
 // never_joined: the world size is known, ranks wait in a collective (the
 // watchdog fired), and some ranks of the world left no trace in any input.
 void Checks::NeverJoined(const CompiledCorrelation& c) const {
@@ -79,26 +98,14 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
   // A rank of the input that failed on its own is the better suspect.
   if (w.own_failure || w.ranks.empty()) return;
   const std::set<int> present = PresentRanks();
-  int world = WorldSize();
-  std::string source = " (its own logs say so)";
-  const bool inferred = world == 0 && !present.empty();
-  if (inferred) {
-    // No world size printed anywhere: ranks are numbered from 0, so every rank
-    // below the highest that reported exists. Only by elimination among many
-    // reporters: one rank's log alone says nothing about the others. Where
-    // rank 0 is among the silent, rank_zero_alone speaks instead.
-    world = InferredWorld(present);
-    source = fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
-                         *present.rbegin());
-  }
-  std::vector<int> missing;
-  for (int r = 0; r < world; ++r) {
-    if (!present.count(r)) missing.push_back(r);
-  }
+  int world;
+  bool inferred;
+  const std::vector<int> missing = NeverJoinedRanks(w, present, &world, &inferred);
   if (missing.empty()) return;
-  if (inferred && missing.size() >= w.ranks.size()) return;
-  // Rank 0 silent among others: rank_zero_alone names it alone.
-  if (inferred && missing.size() > 1 && missing.front() == 0) return;
+  const std::string source =
+      inferred ? fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
+                             *present.rbegin())
+               : " (its own logs say so)";
   Vars vars{{"source", source},
             {"group", "pg 0"},
             {"op", w.op},
@@ -109,13 +116,13 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
   Emit(c, missing, w.ranks, vars, "world", w.evidence);
 }
 
-// rank_zero_alone: ranks timed out in a collective, no input states the world
-// size, and rank 0 left no trace at all (no line that set a fact of its own:
-// a line of rank 0 that no rule reads does not count yet). By elimination alone nothing could be
-// said (which other ranks exist is unknown), but rank 0 is not like the
-// others: it is where the work only one process does runs — dataset
-// preparation in a main-process-first section, evaluation, checkpoint saving,
-// logging — while the others wait for it in the next collective.
+// rank_zero_alone: ranks of the default group timed out in a collective and
+// rank 0 did not: it left no trace where elimination (never_joined) does not
+// name it, or its own lines (its last_line among them) show no timeout, error
+// or end. Rank 0 is not like the others: it is where the work only one
+// process does runs — dataset preparation in a main-process-first section,
+// evaluation, checkpoint saving, logging — while the others wait for it in
+// the next collective.
 void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
   if (!m.dump_ranks().empty()) return;
   const Waiting w = CollectWaiting();
@@ -147,12 +154,12 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     what = fmt::format("printed no timeout of its own; its last line was \"{}\"", last->value);
     ev.insert(ev.begin(), last->evidence);
   } else {
-    // Where the job states its size, never_joined names every rank missing.
-    if (WorldSize() != 0) return;
-    // Rank 0 the only one missing below a reporter: never_joined names it, by
-    // elimination (a stronger reason than rank 0's role).
-    const bool only_rank0_missing = static_cast<int>(present.size()) == InferredWorld(present) - 1;
-    if (only_rank0_missing && w.ranks.size() >= 2) return;
+    // Where elimination names rank 0 (with the others missing from a stated
+    // world, or alone below many reporters), never_joined speaks: a stronger
+    // reason than rank 0's role.
+    int world;
+    bool inferred;
+    if (!NeverJoinedRanks(w, present, &world, &inferred).empty()) return;
     what = "left no trace in any input (no line of its own)";
   }
   Vars vars{{"op", w.op.empty() ? "a collective" : w.op},

@@ -17,13 +17,10 @@
 #include <vector>
 
 #include "engine/models/consensus.h"
+#include "engine/models/diagnosis.h"
 #include "engine/state/job_state.h"
 
 namespace ncclscan {
-
-struct Finding;
-
-using Vars = std::map<std::string, std::string>;
 
 inline std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string out;
@@ -63,6 +60,9 @@ struct Checks {
   // empty when no line names one (PyTorch before 2.2).
   std::set<std::string> WaitingGroups(const Waiting& w) const;
 
+  // The ranks never_joined names (empty: it stays silent), and the world it
+  // counted (*inferred: from the highest rank present, none being printed).
+  std::vector<int> NeverJoinedRanks(const Waiting& w, const std::set<int>& present, int* world, bool* inferred) const;
   void NeverJoined(const CompiledCorrelation& c) const;
   // Ranks timed out and rank 0 did not: absent (no world size printed) or busy
   // (its own lines show no timeout, error or end): rank 0,

@@ -16,8 +16,6 @@ namespace ncclscan {
 
 namespace {
 
-using Vars = std::map<std::string, std::string>;
-
 // A fact's comparable value on one subject ("" if absent).
 std::string ValueOf(const FactValue& v, const FactSpec& spec) {
   if (spec.merge == MergeMode::kSet) {
@@ -34,25 +32,13 @@ struct Ctx {
   std::vector<Finding>* out;
   std::vector<int> live;
 
-  Finding Make(const std::vector<int>& subjects, const Vars& vars_in, const std::string& group) const {
+  Finding Make(const std::vector<int>& subjects, const Vars& vars, const std::string& group) const {
     Finding f =
         FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
     f.group = group;
     FillSubjects(state, subjects, &f);
     f.count = static_cast<int64_t>(subjects.size());
-    Vars vars = vars_in;
-    RenderTexts(&f, [&](const std::string& name, std::string* o) {
-      if (name == "ranks")
-        o->append(SubjectsText(f));
-      else if (name == "hosts")
-        o->append(HostsText(f));
-      else if (name == "count")
-        o->append(std::to_string(f.count));
-      else {
-        auto it = vars.find(name);
-        if (it != vars.end()) o->append(it->second);
-      }
-    });
+    RenderTexts(&f, [&](const std::string& name, std::string* o) { AppendFindingVar(f, vars, name, o); });
     auto key = vars.find("key");
     if (key != vars.end() && c.fact >= 0) {
       // What the key names is declared by the fact (`key: comm` / `key: pg`).

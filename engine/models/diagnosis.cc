@@ -11,6 +11,19 @@
 
 namespace ncclscan {
 
+void AppendFindingVar(const Finding& f, const Vars& vars, const std::string& name, std::string* out) {
+  if (name == "ranks") {
+    out->append(SubjectsText(f));
+  } else if (name == "hosts") {
+    out->append(HostsText(f));
+  } else if (name == "count") {
+    out->append(std::to_string(f.count));
+  } else {
+    auto it = vars.find(name);
+    if (it != vars.end()) out->append(it->second);
+  }
+}
+
 Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Category category,
                   const std::string& title, const FindingSpec& spec, const std::vector<std::string>& references) {
   Finding f;
@@ -105,18 +118,7 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.result = acc.result;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     FillWhere(acc.vars, &f);
-    auto lookup = [&](const std::string& name, std::string* o) {
-      if (name == "ranks")
-        o->append(SubjectsText(f));
-      else if (name == "hosts")
-        o->append(HostsText(f));
-      else if (name == "count")
-        o->append(std::to_string(f.count));
-      else {
-        auto it = acc.vars.find(name);
-        if (it != acc.vars.end()) o->append(it->second);
-      }
-    };
+    auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };
     f.explanation = r.explanation.Render(lookup);
     f.remediation = r.remediation.Render(lookup);
     out->push_back(std::move(f));

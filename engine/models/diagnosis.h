@@ -6,6 +6,7 @@
 #define NCCLSCAN_ENGINE_MODELS_DIAGNOSIS_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,6 +100,14 @@ int PrimaryOf(const std::vector<Finding>& ranked);
 inline const char* FindingKindName(const Finding& f) { return f.kind ? KindName(*f.kind) : "line"; }
 
 // Correlations: engine/models/correlate.h.
+
+// Template variables of a finding's texts, by name.
+using Vars = std::map<std::string, std::string>;
+
+// Appends template variable `name` of finding `f` to *out: {ranks}, {hosts}
+// and {count} from the finding itself, any other from `vars` (nothing when
+// neither knows it).
+void AppendFindingVar(const Finding& f, const Vars& vars, const std::string& name, std::string* out);
 
 // A finding with the fields its rule or correlation gives (id, kind, category,
 // severity, confidence, role, title, references, owner); the caller adds the rest.

@@ -19,8 +19,6 @@ namespace ncclscan {
 
 const char* ToolVersion() { return NCCLSCAN_VERSION; }
 
-namespace report_detail {
-
 std::string RanksOfSubjects(const JobState& st, const std::vector<int>& subjects) {
   std::vector<int> r;
   for (int s : subjects) {
@@ -108,18 +106,6 @@ std::string WithCommas(uint64_t v) {
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
   return s;
 }
-
-}  // namespace report_detail
-
-using report_detail::Bounded;
-using report_detail::HumanBytes;
-using report_detail::Json;
-using report_detail::RanksOfSubjects;
-using report_detail::VersionsOf;
-using report_detail::WithCommas;
-using report_detail::WriteEvidence;
-using report_detail::WriteFactValue;
-using report_detail::WriteSkipped;
 
 std::string KnownIssueLine(const KnownIssueNote& n) {
   const KnownIssue& k = *n.issue;

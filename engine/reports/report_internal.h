@@ -17,7 +17,6 @@
 #include "parsers/text_util.h"
 
 namespace ncclscan {
-namespace report_detail {
 
 // Minimal streaming JSON writer: keys in the order written, text escaped with
 // invalid UTF-8 replaced (log text is arbitrary bytes).
@@ -112,7 +111,6 @@ std::string Bounded(std::string_view s);
 
 std::string WithCommas(uint64_t v);
 
-}  // namespace report_detail
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_

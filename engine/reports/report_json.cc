@@ -11,16 +11,6 @@
 
 namespace ncclscan {
 
-using report_detail::Bounded;
-using report_detail::HumanBytes;
-using report_detail::Json;
-using report_detail::RanksOfSubjects;
-using report_detail::VersionsOf;
-using report_detail::WithCommas;
-using report_detail::WriteEvidence;
-using report_detail::WriteFactValue;
-using report_detail::WriteSkipped;
-
 namespace {
 
 // The sections of RenderJson, in the order they are written.

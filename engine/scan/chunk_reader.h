@@ -21,8 +21,6 @@
 namespace ncclscan {
 namespace scan_detail {
 
-inline std::string DisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
-
 // Squeezes each run of NUL bytes in buf[0, n) to one NUL; returns the new size.
 inline size_t SqueezeNulRuns(char* buf, size_t n) {
   size_t out = 0;
@@ -79,11 +77,11 @@ class ChunkReader {
           std::string err;
           input_ = InputReader::Open(in, &opts_.globs, &err);
           if (!input_) {
-            Register(DisplayName(in.path));
+            Register(DisplayPath(in.path));
             Fail(err);
             continue;
           }
-          input_name_ = DisplayName(in.path);
+          input_name_ = DisplayPath(in.path);
         }
         std::string name, err;
         if (!input_->NextMember(&name, &err)) {

@@ -199,7 +199,7 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
 
 // Remembers raw line `index` as rank's latest in this chunk (ranks past
 // kMaxNotedRank are not noted: a rank hint that large is a misread number).
-void NoteRankLine(Chunk* c, int rank, std::string_view raw, uint32_t index) {
+void RememberRankLine(Chunk* c, int rank, std::string_view raw, uint32_t index) {
   constexpr int kMaxNotedRank = 1 << 16;
   if (rank >= kMaxNotedRank) return;
   if (static_cast<size_t>(rank) >= c->rank_slots.size()) c->rank_slots.resize(rank + 1);
@@ -285,7 +285,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       }
       if (piece == 0) {
         if (pl.rank_hint >= 0) {  // the line's own prefix, before any inherited context
-          NoteRankLine(c, pl.rank_hint, raw, index);
+          RememberRankLine(c, pl.rank_hint, raw, index);
         }
         if (pl.binary) c->counters.binary_lines++;
         if (pl.had_nul) c->counters.nul_lines++;
