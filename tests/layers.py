@@ -36,11 +36,9 @@ ROOMS = [
 DEFAULT_CAP = 600
 CAPS = {
     "engine/io/source.cc": 1117,
-    "engine/run/partial.cc": 1094,
     "parsers/line_parser.cc": 829,
     "engine/models/correlate.cc": 801,
     "engine/corpus/corpus_runner.cc": 798,
-    "engine/state/job_state.cc": 774,
     "engine/reports/trace_report.cc": 743,
     "engine/reports/report.cc": 743,
     "rules/rule_reader.cc": 693,

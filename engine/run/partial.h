@@ -16,7 +16,7 @@
 // scan carries state from one file into the next (JobState::Absorb says
 // which; one process's lines split over two files).
 //
-// File format (version 1), deterministic for the same inputs and rules:
+// File format (version 3), deterministic for the same inputs and rules:
 //   "ncclscan-partial\n"  magic
 //   varint                version
 //   zstd frame with content checksum, of:
@@ -28,7 +28,8 @@
 //             input is: "file HOST DEV INO" or "data HASH"; path alone from
 //             older writers), string state (JobState::Encode)
 // Integers are LEB128 varints (signed ones zigzag), strings a varint length
-// and the bytes, doubles 8 bytes little-endian.
+// and the bytes, doubles 8 bytes little-endian (engine/state/wire.h); a
+// state is its parts in turn (engine/state/parts.h).
 //
 // Thread-safety: functions are independent; the RuleSet is shared read-only.
 #ifndef NCCLSCAN_ENGINE_RUN_PARTIAL_H_
@@ -41,50 +42,12 @@
 
 #include "engine/run/analyze.h"
 #include "engine/scan/scanner.h"
+#include "engine/state/wire.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
 
-inline constexpr uint64_t kPartialVersion = 2;
-
-// Appends values to a byte string (the encodings above).
-class WireWriter {
- public:
-  void U(uint64_t v);
-  void I(int64_t v) { U((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
-  void S(std::string_view s);
-  void D(double d);
-  std::string& bytes() { return out_; }
-
- private:
-  std::string out_;
-};
-
-// Reads them back. A read past the end or a length beyond what remains sets
-// ok() false and returns zeros; callers check ok() once at the end and bound
-// every count with Count() before they allocate.
-class WireReader {
- public:
-  explicit WireReader(std::string_view in) : in_(in) {}
-  uint64_t U();
-  int64_t I() {
-    uint64_t u = U();
-    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-  }
-  std::string S();
-  double D();
-  // A count of elements that each take at least one byte: never more than remain.
-  size_t Count();
-  // An index that must be in [lo, n): out of range fails the read.
-  int Index(int64_t lo, size_t n);
-  bool ok() const { return ok_; }
-  bool done() const { return in_.empty(); }
-  void Fail() { ok_ = false; }
-
- private:
-  std::string_view in_;
-  bool ok_ = true;
-};
+inline constexpr uint64_t kPartialVersion = 3;
 
 // What the rules a partial was made with must share with those of the merge.
 std::string RulesSignature(const RuleSet& rules);

@@ -69,7 +69,7 @@ class Folder {
         continue;
       }
       ++e->count;
-      if (MergeReplaces(spec, value, e->value)) {  // as JobState::SetFact decides
+      if (MergeTakes(spec, value, {}, e->value, {}, MergeOrder::kLater)) {  // as JobState::SetFact decides
         e->value = value;
         e->line_index = index;
         e->text = pl.text;
