@@ -35,7 +35,6 @@ ROOMS = [
 # split under the cap.
 DEFAULT_CAP = 600
 CAPS = {
-    "engine/io/source.cc": 1117,
     "engine/run/partial.cc": 1094,
     "parsers/line_parser.cc": 829,
     "engine/models/correlate.cc": 801,
