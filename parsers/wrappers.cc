@@ -252,280 +252,330 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
 
 namespace {
 
-// One wrapper layer at the front of *s. Returns true if something was removed.
+// What one kind of wrapper made of the front of a line. kNoWrapper says the
+// line starts the way that kind does ('[' or '(') but is none of its forms:
+// then no later kind is tried either, as their tests would misread it.
+enum class Strip { kNotThis, kStripped, kNoWrapper };
+
+// Markdown quoting.
+Strip StripMarkdownQuote(std::string_view* s, ParsedLine*) {
+  if (!StartsWith(*s, "> ")) return Strip::kNotThis;
+  s->remove_prefix(2);
+  return Strip::kStripped;
+}
+
+// ISO timestamps (shippers, kubectl --timestamps, CRI files "… stdout F ").
+Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  if (!(t.size() >= 19 && IsDigit(t[0]) && t[4] == '-')) return Strip::kNotThis;
+  std::string_view u = t;
+  double ts = ConsumeIsoTimestamp(&u);
+  if (!(ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']'))) return Strip::kNotThis;
+  while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
+  if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
+    if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
+    }
+  }
+  if (out->time < 0) out->time = ts;
+  *s = u;
+  return Strip::kStripped;
+}
+
+// A bare time of day "18:11:06.680 " (console loggers, `ts`): no date, so no
+// time is kept. Without a fraction "HH:MM:SS " could be a numeric host's
+// "host:pid:tid [dev]" NCCL header, so then it must not be followed by '['.
+Strip StripTimeOfDay(std::string_view* s, ParsedLine*) {
+  std::string_view t = *s;
+  if (!(t.size() > 9 && IsDigit(t[0]) && IsDigit(t[1]) && t[2] == ':' && IsDigit(t[3]) && IsDigit(t[4]) &&
+        t[5] == ':' && IsDigit(t[6]) && IsDigit(t[7])))
+    return Strip::kNotThis;
+  size_t i = 8;
+  bool frac = false;
+  if (t[i] == '.' || t[i] == ',') {
+    size_t f = ++i;
+    while (i < t.size() && IsDigit(t[i])) ++i;
+    frac = i > f;
+  }
+  if (!(i + 1 < t.size() && t[i] == ' ' && (frac || t[i + 1] != '['))) return Strip::kNotThis;
+  s->remove_prefix(i + 1);
+  return Strip::kStripped;
+}
+
+// Kaggle "<secs>s\t<lineno>\t".
+Strip StripKaggleTiming(std::string_view* s, ParsedLine*) {
+  std::string_view t = *s;
+  if (!IsDigit(t[0])) return Strip::kNotThis;
+  size_t i = 0;
+  while (i < t.size() && (IsDigit(t[i]) || t[i] == '.')) ++i;
+  if (!(i < t.size() && t[i] == 's' && i + 1 < t.size() && t[i + 1] == '\t')) return Strip::kNotThis;
+  size_t j = i + 2;
+  while (j < t.size() && IsDigit(t[j])) ++j;
+  if (!(j < t.size() && t[j] == '\t' && j > i + 2)) return Strip::kNotThis;
+  s->remove_prefix(j + 1);
+  return Strip::kStripped;
+}
+
+// srun --label: right-aligned task id; het jobs "P0 3: ".
+Strip StripSrunLabel(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  size_t i = 0;
+  if (t[0] == 'P' && t.size() > 2 && IsDigit(t[1])) {
+    i = 1;
+    while (i < t.size() && IsDigit(t[i])) ++i;
+    if (i >= t.size() || t[i] != ' ') i = 0;
+  }
+  while (i < t.size() && t[i] == ' ') ++i;
+  size_t d = i;
+  while (i < t.size() && IsDigit(t[i])) ++i;
+  if (!(i > d && i - d <= 6 && i + 1 < t.size() && t[i] == ':' && t[i + 1] == ' ')) return Strip::kNotThis;
+  std::string_view num = t.substr(d, i - d);
+  int64_t v;
+  if (ConsumeInt(&num, &v) && out->rank_hint < 0) {
+    out->rank_hint = static_cast<int>(v);
+    out->rank_hint_is_label = true;
+    out->label = static_cast<int>(v);
+  }
+  s->remove_prefix(i + 2);
+  return Strip::kStripped;
+}
+
+// The forms of "[inner]" at the front of *s, `close` the index of its ']'
+// (below 64). Each returns true if it removed the wrapper.
+
+// MPI --tag-output "[1,3]<stdout>:", SageMaker "[1,mpirank:0,algo-1]<stdout>:", Horovod "[3]<stdout>:".
+bool StripMpiTagOutput(std::string_view* s, size_t close, ParsedLine* out) {
+  std::string_view t = *s;
+  std::string_view inner = t.substr(1, close - 1);
+  std::string_view after = t.substr(close + 1);
+  if (!(StartsWith(after, "<stdout>:") || StartsWith(after, "<stderr>:") || StartsWith(after, "<stddiag>:")))
+    return false;
+  size_t comma = inner.find(',');
+  std::string_view r = comma == std::string_view::npos ? inner : inner.substr(comma + 1);
+  ConsumePrefix(&r, "mpirank:");
+  int64_t v;
+  const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+  if (got == IntParse::kOutOfRange) out->bad_number = true;  // dropped, never wrapped
+  if (got == IntParse::kOk && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
+  size_t colon = after.find(':');
+  s->remove_prefix(close + 1 + colon + 1);
+  return true;
+}
+
+// "[rank3]:" (global rank) or torchrun "[default3]:" (role + local rank).
+bool StripRankPrefix(std::string_view* s, size_t close, ParsedLine* out) {
+  std::string_view t = *s;
+  if (!(close + 1 < t.size() && t[close + 1] == ':')) return false;
+  std::string_view inner = t.substr(1, close - 1);
+  if (StartsWith(inner, "rank")) {
+    std::string_view r = inner.substr(4);
+    int64_t v;
+    const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+    if (got != IntParse::kNone && r.empty()) {
+      // "[rank4294967297]:" is a rank prefix still, but its number is no
+      // rank: the line keeps no hint (a cast would make it rank 1).
+      if (got == IntParse::kOk) {
+        out->rank_hint = static_cast<int>(v);
+        out->rank_hint_is_label = false;
+      } else {
+        out->bad_number = true;
+      }
+      s->remove_prefix(close + 2);
+      if (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
+      return true;
+    }
+  }
+  size_t k = 0;
+  while (k < inner.size() && (IsAlpha(inner[k]) || inner[k] == '_')) ++k;
+  if (!(k > 0 && k < inner.size())) return false;
+  std::string_view r = inner.substr(k);
+  int64_t v;
+  const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
+  if (!(got != IntParse::kNone && r.empty())) return false;
+  if (got == IntParse::kOk)
+    out->local_rank_hint = static_cast<int>(v);
+  else
+    out->bad_number = true;
+  s->remove_prefix(close + 2);
+  return true;
+}
+
+// kubectl --prefix "[pod/name/container] ", "[node/name] ".
+bool StripKubectlPrefix(std::string_view* s, size_t close, ParsedLine* out) {
+  std::string_view t = *s;
+  std::string_view inner = t.substr(1, close - 1);
+  if (!((StartsWith(inner, "pod/") || StartsWith(inner, "node/")) && close + 1 < t.size() && t[close + 1] == ' '))
+    return false;
+  std::string_view name = inner.substr(inner.find('/') + 1);
+  size_t slash = name.find('/');
+  out->host_hint = name.substr(0, slash);
+  s->remove_prefix(close + 2);
+  return true;
+}
+
+// Tool line numbers "[1830] " (three or more digits; "[3] NCCL" is a cut NCCL header).
+bool StripToolLineNumber(std::string_view* s, size_t close, ParsedLine*) {
+  std::string_view t = *s;
+  std::string_view inner = t.substr(1, close - 1);
+  if (!(inner.size() >= 3 && close + 1 < t.size() && t[close + 1] == ' ')) return false;
+  bool digits = true;
+  for (char c : inner) digits &= IsDigit(c);
+  if (!digits || StartsWith(t.substr(close + 2), "NCCL")) return false;
+  s->remove_prefix(close + 2);
+  return true;
+}
+
+// A line that starts with '[' has one of the bracketed forms or no wrapper.
+Strip StripBracketed(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  if (t[0] != '[') return Strip::kNotThis;
+  size_t close = t.find(']');
+  if (close == std::string_view::npos || close >= 64) return Strip::kNoWrapper;
+  using BracketForm = bool (*)(std::string_view*, size_t, ParsedLine*);
+  static constexpr BracketForm kForms[] = {StripMpiTagOutput, StripRankPrefix, StripKubectlPrefix, StripToolLineNumber};
+  for (BracketForm strip : kForms) {
+    if (strip(s, close, out)) return Strip::kStripped;
+  }
+  return Strip::kNoWrapper;
+}
+
+// Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; a line
+// that starts with '(' has this wrapper or none.
+Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  if (t[0] != '(') return Strip::kNotThis;
+  size_t close = t.find(')');
+  if (!(close != std::string_view::npos && close < 160 && close + 1 < t.size() && t[close + 1] == ' '))
+    return Strip::kNoWrapper;
+  std::string_view inner = t.substr(1, close - 1);
+  size_t pid = Find(inner, "pid=");
+  if (!(pid != std::string_view::npos && (pid == 0 || inner[pid - 1] == ' '))) return Strip::kNoWrapper;
+  size_t ip = Find(inner, "ip=");
+  if (ip != std::string_view::npos) {
+    std::string_view v = inner.substr(ip + 3);
+    out->host_hint = v.substr(0, v.find_first_of(", "));
+  }
+  s->remove_prefix(close + 2);
+  return Strip::kStripped;
+}
+
+// Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
+Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out) {
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  static const char* kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  std::string_view t = *s;
+  if (!(t.size() > 20 && IsAlpha(t[0]) && t[3] == ' ')) return Strip::kNotThis;
+  std::string_view u = t;
+  for (const char* d : kDays) {
+    if (StartsWith(u, d) && u[3] == ' ') {
+      u.remove_prefix(4);
+      break;
+    }
+  }
+  int month = 0;
+  for (int m = 0; m < 12; ++m) {
+    if (StartsWith(u, kMonths[m]) && u.size() > 4 && u[3] == ' ') {
+      month = m + 1;
+      break;
+    }
+  }
+  if (!month) return Strip::kNotThis;
+  u.remove_prefix(4);
+  while (!u.empty() && u[0] == ' ') u.remove_prefix(1);
+  int64_t day, hh, mm, ss;
+  // Each field below 100 before the casts: "4294967306:15" must not read as hour 10.
+  if (!(ConsumeIntBelow(&u, 100, &day) == IntParse::kOk && ConsumePrefix(&u, " ") &&
+        ConsumeIntBelow(&u, 100, &hh) == IntParse::kOk && ConsumePrefix(&u, ":") &&
+        ConsumeIntBelow(&u, 100, &mm) == IntParse::kOk && ConsumePrefix(&u, ":") &&
+        ConsumeIntBelow(&u, 100, &ss) == IntParse::kOk))
+    return Strip::kNotThis;
+  double ts =
+      SecondsOfYear(month, static_cast<int>(day), static_cast<int>(hh), static_cast<int>(mm), static_cast<double>(ss));
+  if (ts < 0) return Strip::kNotThis;
+  if (out->time < 0) out->time = ts;
+  int64_t year;
+  std::string_view y = u;
+  if (ConsumePrefix(&y, " ") && ConsumeInt(&y, &year)) u = y;  // ctime year
+  if (!u.empty() && u[0] == ' ') {
+    // syslog "host app[123]: "
+    std::string_view v = u.substr(1);
+    size_t sp = v.find(' ');
+    size_t colon = v.find(": ");
+    if (sp != std::string_view::npos && colon != std::string_view::npos && colon > sp && colon < 96 &&
+        LooksLikeHostToken(v.substr(0, sp))) {
+      out->host_hint = v.substr(0, sp);
+      u = v.substr(colon + 2);
+    } else {
+      u = v;
+    }
+  }
+  *s = u;
+  return Strip::kStripped;
+}
+
+// grep -H / -n: "path-123-" (context), "path:", "path:123:" and "123:" (grep -n alone).
+Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
+  if (StripGrepContext(s, out)) return Strip::kStripped;
+  std::string_view t = *s;
+  size_t colon = t.find(':');
+  if (colon == std::string_view::npos || colon == 0) return Strip::kNotThis;
+  std::string_view tok = t.substr(0, colon);
+  if (IsFileLikeToken(tok)) {
+    std::string_view u = t.substr(colon + 1);
+    int64_t n;
+    std::string_view v = u;
+    if (ConsumeInt(&v, &n) && ConsumePrefix(&v, ":")) {
+      out->src_line = n;
+      u = v;
+    }
+    out->src_file = tok;
+    *s = u;
+    return Strip::kStripped;
+  }
+  bool digits = colon <= 9;
+  for (char c : tok) digits &= IsDigit(c);
+  if (!(digits && colon + 1 < t.size() && t[colon + 1] != ' ' && StartsLikeHeader(t.substr(colon + 1))))
+    return Strip::kNotThis;
+  std::string_view v = tok;
+  int64_t n;
+  if (ConsumeInt(&v, &n)) out->src_line = n;
+  s->remove_prefix(colon + 1);
+  return Strip::kStripped;
+}
+
+// pdsh "host: " in front of a known header.
+Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  size_t colon = t.substr(0, 66).find(": ");
+  if (colon == std::string_view::npos || !LooksLikeHostToken(t.substr(0, colon))) return Strip::kNotThis;
+  std::string_view tok = t.substr(0, colon);
+  bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
+  if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + 2)))) return Strip::kNotThis;
+  out->host_hint = tok;
+  s->remove_prefix(colon + 2);
+  return Strip::kStripped;
+}
+
+// The wrapper kinds in the order they are tried: the order matters, as a
+// line may look like the start of more than one (a time of day before srun's
+// "3: ", a path before pdsh's "host: ").
+using WrapperStripper = Strip (*)(std::string_view*, ParsedLine*);
+constexpr WrapperStripper kWrapperKinds[] = {
+    StripMarkdownQuote, StripIsoTimestamp, StripTimeOfDay,     StripKaggleTiming, StripSrunLabel,
+    StripBracketed,     StripRayPrefix,    StripSyslogOrCtime, StripGrepPrefix,   StripPdshHost,
+};
+
 }  // namespace
 
 bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
-  std::string_view t = *s;
-  if (t.empty()) return false;
-
-  // Markdown quoting.
-  if (StartsWith(t, "> ")) {
-    s->remove_prefix(2);
-    return true;
-  }
-
-  // ISO timestamps (shippers, kubectl --timestamps, CRI files "… stdout F ").
-  if (t.size() >= 19 && IsDigit(t[0]) && t[4] == '-') {
-    std::string_view u = t;
-    double ts = ConsumeIsoTimestamp(&u);
-    if (ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']')) {
-      while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
-      if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
-        if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
-        }
-      }
-      if (out->time < 0) out->time = ts;
-      *s = u;
-      return true;
-    }
-  }
-
-  // A bare time of day "18:11:06.680 " (console loggers, `ts`): no date, so no
-  // time is kept. Without a fraction "HH:MM:SS " could be a numeric host's
-  // "host:pid:tid [dev]" NCCL header, so then it must not be followed by '['.
-  if (t.size() > 9 && IsDigit(t[0]) && IsDigit(t[1]) && t[2] == ':' && IsDigit(t[3]) && IsDigit(t[4]) && t[5] == ':' &&
-      IsDigit(t[6]) && IsDigit(t[7])) {
-    size_t i = 8;
-    bool frac = false;
-    if (t[i] == '.' || t[i] == ',') {
-      size_t f = ++i;
-      while (i < t.size() && IsDigit(t[i])) ++i;
-      frac = i > f;
-    }
-    if (i + 1 < t.size() && t[i] == ' ' && (frac || t[i + 1] != '[')) {
-      s->remove_prefix(i + 1);
-      return true;
-    }
-  }
-
-  // Kaggle "<secs>s\t<lineno>\t".
-  if (IsDigit(t[0])) {
-    size_t i = 0;
-    while (i < t.size() && (IsDigit(t[i]) || t[i] == '.')) ++i;
-    if (i < t.size() && t[i] == 's' && i + 1 < t.size() && t[i + 1] == '\t') {
-      size_t j = i + 2;
-      while (j < t.size() && IsDigit(t[j])) ++j;
-      if (j < t.size() && t[j] == '\t' && j > i + 2) {
-        s->remove_prefix(j + 1);
+  if (s->empty()) return false;
+  for (WrapperStripper strip : kWrapperKinds) {
+    switch (strip(s, out)) {
+      case Strip::kStripped:
         return true;
-      }
-    }
-  }
-
-  // srun --label: right-aligned task id; het jobs "P0 3: ".
-  {
-    size_t i = 0;
-    if (t[0] == 'P' && t.size() > 2 && IsDigit(t[1])) {
-      i = 1;
-      while (i < t.size() && IsDigit(t[i])) ++i;
-      if (i >= t.size() || t[i] != ' ') i = 0;
-    }
-    while (i < t.size() && t[i] == ' ') ++i;
-    size_t d = i;
-    while (i < t.size() && IsDigit(t[i])) ++i;
-    if (i > d && i - d <= 6 && i + 1 < t.size() && t[i] == ':' && t[i + 1] == ' ') {
-      std::string_view num = t.substr(d, i - d);
-      int64_t v;
-      if (ConsumeInt(&num, &v) && out->rank_hint < 0) {
-        out->rank_hint = static_cast<int>(v);
-        out->rank_hint_is_label = true;
-        out->label = static_cast<int>(v);
-      }
-      s->remove_prefix(i + 2);
-      return true;
-    }
-  }
-
-  if (t[0] == '[') {
-    // MPI --tag-output "[1,3]<stdout>:", SageMaker "[1,mpirank:0,algo-1]<stdout>:", Horovod "[3]<stdout>:".
-    size_t close = t.find(']');
-    if (close != std::string_view::npos && close < 64) {
-      std::string_view inner = t.substr(1, close - 1);
-      std::string_view after = t.substr(close + 1);
-      if (StartsWith(after, "<stdout>:") || StartsWith(after, "<stderr>:") || StartsWith(after, "<stddiag>:")) {
-        size_t comma = inner.find(',');
-        std::string_view r = comma == std::string_view::npos ? inner : inner.substr(comma + 1);
-        ConsumePrefix(&r, "mpirank:");
-        int64_t v;
-        const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
-        if (got == IntParse::kOutOfRange) out->bad_number = true;  // dropped, never wrapped
-        if (got == IntParse::kOk && out->rank_hint < 0) out->rank_hint = static_cast<int>(v);
-        size_t colon = after.find(':');
-        s->remove_prefix(close + 1 + colon + 1);
-        return true;
-      }
-      if (close + 1 < t.size() && t[close + 1] == ':') {
-        // "[rank3]:" (global rank) or torchrun "[default3]:" (role + local rank).
-        if (StartsWith(inner, "rank")) {
-          std::string_view r = inner.substr(4);
-          int64_t v;
-          const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
-          if (got != IntParse::kNone && r.empty()) {
-            // "[rank4294967297]:" is a rank prefix still, but its number is no
-            // rank: the line keeps no hint (a cast would make it rank 1).
-            if (got == IntParse::kOk) {
-              out->rank_hint = static_cast<int>(v);
-              out->rank_hint_is_label = false;
-            } else {
-              out->bad_number = true;
-            }
-            s->remove_prefix(close + 2);
-            if (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
-            return true;
-          }
-        }
-        size_t k = 0;
-        while (k < inner.size() && (IsAlpha(inner[k]) || inner[k] == '_')) ++k;
-        if (k > 0 && k < inner.size()) {
-          std::string_view r = inner.substr(k);
-          int64_t v;
-          const IntParse got = ConsumeIntBelow(&r, kMaxRanks, &v);
-          if (got != IntParse::kNone && r.empty()) {
-            if (got == IntParse::kOk)
-              out->local_rank_hint = static_cast<int>(v);
-            else
-              out->bad_number = true;
-            s->remove_prefix(close + 2);
-            return true;
-          }
-        }
-      }
-      // kubectl --prefix "[pod/name/container] ", "[node/name] ".
-      if ((StartsWith(inner, "pod/") || StartsWith(inner, "node/")) && close + 1 < t.size() && t[close + 1] == ' ') {
-        std::string_view name = inner.substr(inner.find('/') + 1);
-        size_t slash = name.find('/');
-        out->host_hint = name.substr(0, slash);
-        s->remove_prefix(close + 2);
-        return true;
-      }
-      // Tool line numbers "[1830] " (three or more digits; "[3] NCCL" is a cut NCCL header).
-      if (inner.size() >= 3 && close + 1 < t.size() && t[close + 1] == ' ') {
-        bool digits = true;
-        for (char c : inner) digits &= IsDigit(c);
-        if (digits && !StartsWith(t.substr(close + 2), "NCCL")) {
-          s->remove_prefix(close + 2);
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  // Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) ".
-  if (t[0] == '(') {
-    size_t close = t.find(')');
-    if (close != std::string_view::npos && close < 160 && close + 1 < t.size() && t[close + 1] == ' ') {
-      std::string_view inner = t.substr(1, close - 1);
-      size_t pid = Find(inner, "pid=");
-      if (pid != std::string_view::npos && (pid == 0 || inner[pid - 1] == ' ')) {
-        size_t ip = Find(inner, "ip=");
-        if (ip != std::string_view::npos) {
-          std::string_view v = inner.substr(ip + 3);
-          out->host_hint = v.substr(0, v.find_first_of(", "));
-        }
-        s->remove_prefix(close + 2);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
-  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  static const char* kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-  if (t.size() > 20 && IsAlpha(t[0]) && t[3] == ' ') {
-    std::string_view u = t;
-    for (const char* d : kDays) {
-      if (StartsWith(u, d) && u[3] == ' ') {
-        u.remove_prefix(4);
+      case Strip::kNoWrapper:
+        return false;
+      case Strip::kNotThis:
         break;
-      }
-    }
-    int month = 0;
-    for (int m = 0; m < 12; ++m) {
-      if (StartsWith(u, kMonths[m]) && u.size() > 4 && u[3] == ' ') {
-        month = m + 1;
-        break;
-      }
-    }
-    if (month) {
-      u.remove_prefix(4);
-      while (!u.empty() && u[0] == ' ') u.remove_prefix(1);
-      int64_t day, hh, mm, ss;
-      // Each field below 100 before the casts: "4294967306:15" must not read as hour 10.
-      if (ConsumeIntBelow(&u, 100, &day) == IntParse::kOk && ConsumePrefix(&u, " ") &&
-          ConsumeIntBelow(&u, 100, &hh) == IntParse::kOk && ConsumePrefix(&u, ":") &&
-          ConsumeIntBelow(&u, 100, &mm) == IntParse::kOk && ConsumePrefix(&u, ":") &&
-          ConsumeIntBelow(&u, 100, &ss) == IntParse::kOk) {
-        double ts = SecondsOfYear(month, static_cast<int>(day), static_cast<int>(hh), static_cast<int>(mm),
-                                  static_cast<double>(ss));
-        if (ts >= 0) {
-          if (out->time < 0) out->time = ts;
-          int64_t year;
-          std::string_view y = u;
-          if (ConsumePrefix(&y, " ") && ConsumeInt(&y, &year)) u = y;  // ctime year
-          if (!u.empty() && u[0] == ' ') {
-            // syslog "host app[123]: "
-            std::string_view v = u.substr(1);
-            size_t sp = v.find(' ');
-            size_t colon = v.find(": ");
-            if (sp != std::string_view::npos && colon != std::string_view::npos && colon > sp && colon < 96 &&
-                LooksLikeHostToken(v.substr(0, sp))) {
-              out->host_hint = v.substr(0, sp);
-              u = v.substr(colon + 2);
-            } else {
-              u = v;
-            }
-          }
-          *s = u;
-          return true;
-        }
-      }
-    }
-  }
-
-  // grep -H / -n: "path-123-" (context), "path:", "path:123:" and "123:" (grep -n alone).
-  if (StripGrepContext(s, out)) return true;
-  {
-    size_t colon = t.find(':');
-    if (colon != std::string_view::npos && colon > 0) {
-      std::string_view tok = t.substr(0, colon);
-      if (IsFileLikeToken(tok)) {
-        std::string_view u = t.substr(colon + 1);
-        int64_t n;
-        std::string_view v = u;
-        if (ConsumeInt(&v, &n) && ConsumePrefix(&v, ":")) {
-          out->src_line = n;
-          u = v;
-        }
-        out->src_file = tok;
-        *s = u;
-        return true;
-      }
-      bool digits = colon <= 9;
-      for (char c : tok) digits &= IsDigit(c);
-      if (digits && colon + 1 < t.size() && t[colon + 1] != ' ' && StartsLikeHeader(t.substr(colon + 1))) {
-        std::string_view v = tok;
-        int64_t n;
-        if (ConsumeInt(&v, &n)) out->src_line = n;
-        s->remove_prefix(colon + 1);
-        return true;
-      }
-    }
-  }
-
-  // pdsh "host: " in front of a known header.
-  {
-    size_t colon = t.substr(0, 66).find(": ");
-    if (colon != std::string_view::npos && LooksLikeHostToken(t.substr(0, colon))) {
-      std::string_view tok = t.substr(0, colon);
-      bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
-      if (has_digit_or_dash && StartsLikeHeader(t.substr(colon + 2))) {
-        out->host_hint = tok;
-        s->remove_prefix(colon + 2);
-        return true;
-      }
     }
   }
   return false;

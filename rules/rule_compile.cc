@@ -58,40 +58,94 @@ void RuleLoader::CheckTemplate(const Located<std::string>& src, const std::set<s
   }
 }
 
+namespace {
+
+// Single-capture templates read their group directly (a lookup of the same
+// name wins over a capture, as in MatchVars).
+void BindCaptures(const CompiledRule& cr, Template* t) {
+  auto capture_of = [&cr](const std::string& name) {
+    for (const CompiledLookup& lk : cr.lookups) {
+      if (lk.name == name) return -1;
+    }
+    return cr.CaptureIndex(name);
+  };
+  if (t->IsSingleVar()) {
+    t->set_single_capture(capture_of(t->parts()[0].text));
+    return;
+  }
+  for (size_t i = 0; i < t->parts().size(); ++i) {
+    if (t->parts()[i].is_var) t->set_part_capture(i, capture_of(t->parts()[i].text));
+  }
+}
+
+}  // namespace
+
 // One line rule compiled: its family, regex (compiled by the caller, on two
-// threads), lookups, facts, identity, subject, finding, levels.
+// threads), lookups, facts, identity, subject, finding, levels. The steps run
+// in this order as each reads what the ones before it compiled, and the
+// diagnostics come out in it.
 void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_ptr<const RE2>& compiled) {
-  Impl& im = *impl_;
   CompiledRule cr;
   cr.spec = *lr;
   LineRule& r = cr.spec;
-  if (r.family_name.value == "nccl")
-    r.family = Family::kNccl;
-  else if (r.family_name.value == "torch")
-    r.family = Family::kTorch;
-  else if (r.family_name.value == "elastic")
-    r.family = Family::kElastic;
-  else if (r.family_name.value == "any")
-    r.any_family = true;
-  else if (!r.family_name.value.empty()) {
-    im.Error(r.family_name.pos, "E-BAD-VALUE", "unknown family '" + r.family_name.value + "'",
-             "use one of: nccl, torch, elastic, any");
-  }
+  CompileFamily(&r);
   const RE2& re = *compiled;
-  if (r.fields.empty() && re.ok()) cr.re = compiled;
+  // The variables templates may name: captures, then lookups.
+  std::set<std::string> vars = CompileCaptures(compiled, &cr);
+  CompileLookups(re, &cr, &vars);
+  CompileFacts(*rs, vars, &cr);
+  CompileIdentity(vars, &cr);
+  CompileSubjectAndFinding(re, vars, &cr);
+  for (CompiledFact& cf : cr.facts) {
+    BindCaptures(cr, &cf.key);
+    BindCaptures(cr, &cf.value);
+  }
+  for (Template& t : cr.identity) BindCaptures(cr, &t);
+  CompileLevels(&cr);
+  cr.has_finding = r.finding.present;
+  CheckFallback(r);
+  cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
+  for (const CompiledFact& cf : cr.facts) {
+    if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
+  }
+  rs->rules_.push_back(std::move(cr));
+}
+
+void RuleLoader::CompileFamily(LineRule* r) {
+  if (r->family_name.value == "nccl")
+    r->family = Family::kNccl;
+  else if (r->family_name.value == "torch")
+    r->family = Family::kTorch;
+  else if (r->family_name.value == "elastic")
+    r->family = Family::kElastic;
+  else if (r->family_name.value == "any")
+    r->any_family = true;
+  else if (!r->family_name.value.empty()) {
+    impl_->Error(r->family_name.pos, "E-BAD-VALUE", "unknown family '" + r->family_name.value + "'",
+                 "use one of: nccl, torch, elastic, any");
+  }
+}
+
+// The rule's captures: its fields (literal anchors, no regex) or its regex's
+// groups, which must compile and stay small. Returns their names.
+std::set<std::string> RuleLoader::CompileCaptures(const std::shared_ptr<const RE2>& compiled, CompiledRule* cr) {
+  Impl& im = *impl_;
+  const LineRule& r = cr->spec;
+  const RE2& re = *compiled;
+  if (r.fields.empty() && re.ok()) cr->re = compiled;
   std::set<std::string> vars;
   if (!r.fields.empty()) {
-    cr.num_captures = static_cast<int>(r.fields.size());
-    cr.capture_names.assign(1, "");
+    cr->num_captures = static_cast<int>(r.fields.size());
+    cr->capture_names.assign(1, "");
     for (size_t i = 0; i < r.fields.size(); ++i) {
       const auto& f = r.fields[i];
-      cr.capture_names.push_back(f.name);
+      cr->capture_names.push_back(f.name);
       vars.insert(f.name);
       // A field whose anchor is the previous field's reuses its position.
       bool reuse = i > 0 && r.fields[i - 1].anchor.value == f.anchor.value;
-      cr.field_finders.push_back(reuse ? std::nullopt : std::optional<LiteralFinder>(f.anchor.value));
+      cr->field_finders.push_back(reuse ? std::nullopt : std::optional<LiteralFinder>(f.anchor.value));
     }
-    if (cr.num_captures > kMaxCaptures) im.Error(r.pattern.pos, "E-BAD-VALUE", "at most 15 fields");
+    if (cr->num_captures > kMaxCaptures) im.Error(r.pattern.pos, "E-BAD-VALUE", "at most 15 fields");
   } else if (!re.ok()) {
     vars.insert("*");  // captures unknown: do not report every template variable too
     bool too_big = re.error_code() == RE2::ErrorPatternTooLarge;
@@ -105,25 +159,31 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
                  std::to_string(kMaxProgramSize),
              "split the rule or simplify the pattern (large counted repetitions expand)");
   } else {
-    cr.num_captures = re.NumberOfCapturingGroups();
-    if (cr.num_captures > kMaxCaptures) {
+    cr->num_captures = re.NumberOfCapturingGroups();
+    if (cr->num_captures > kMaxCaptures) {
       im.Error(r.pattern.pos, "E-BAD-REGEX",
-               "pattern has " + std::to_string(cr.num_captures) + " capture groups; at most " +
+               "pattern has " + std::to_string(cr->num_captures) + " capture groups; at most " +
                    std::to_string(kMaxCaptures));
     }
-    cr.capture_names.assign(cr.num_captures + 1, "");
+    cr->capture_names.assign(cr->num_captures + 1, "");
     for (const auto& kv : re.NamedCapturingGroups()) {
-      if (kv.second <= cr.num_captures) cr.capture_names[kv.second] = kv.first;
+      if (kv.second <= cr->num_captures) cr->capture_names[kv.second] = kv.first;
       vars.insert(kv.first);
     }
   }
-  std::set<std::string> lookup_vars = vars;  // captures, then each lookup once defined
+  return vars;
+}
+
+// Lookups read a capture; each adds its name to *vars.
+void RuleLoader::CompileLookups(const RE2& re, CompiledRule* cr, std::set<std::string>* vars) {
+  const LineRule& r = cr->spec;
+  std::set<std::string> lookup_vars = *vars;  // captures, then each lookup once defined
   for (const Lookup& lk : r.lookups) {
     CompiledLookup cl;
     cl.name = lk.name;
-    cl.from_capture = cr.CaptureIndex(lk.from.value);
+    cl.from_capture = cr->CaptureIndex(lk.from.value);
     if (cl.from_capture < 0 && re.ok()) {
-      im.Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
+      impl_->Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
     }
     for (const auto& kv : lk.map) cl.map[kv.first] = kv.second;
     // A default may name captures and lookups defined above it, never itself or
@@ -131,18 +191,22 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
     Located<std::string> def{lk.default_value, lk.from.pos};
     CheckTemplate(def, lookup_vars, &cl.default_value, "lookup '" + lk.name + "' default");
     lookup_vars.insert(lk.name);
-    cr.lookups.push_back(std::move(cl));
+    cr->lookups.push_back(std::move(cl));
   }
-  for (const Lookup& lk : r.lookups) vars.insert(lk.name);
-  for (const FactAssign& fa : r.facts) {
+  for (const Lookup& lk : r.lookups) vars->insert(lk.name);
+}
+
+void RuleLoader::CompileFacts(const RuleSet& rs, const std::set<std::string>& vars, CompiledRule* cr) {
+  Impl& im = *impl_;
+  for (const FactAssign& fa : cr->spec.facts) {
     CompiledFact cf;
-    cf.fact = rs->FindFact(fa.fact.value);
+    cf.fact = rs.FindFact(fa.fact.value);
     if (cf.fact < 0) {
       im.Error(fa.fact.pos, "E-UNKNOWN-FACT", "unknown fact '" + fa.fact.value + "'",
                "declare it under 'facts:' in a rule file (docs/rules.md §1)");
       continue;
     }
-    const FactSpec& fs = rs->facts()[cf.fact];
+    const FactSpec& fs = rs.facts()[cf.fact];
     if (fs.keyed != !fa.key.value.empty()) {
       im.Error(fa.fact.pos, "E-BAD-VALUE",
                fs.keyed ? "fact '" + fs.name.value + "' is keyed: write " + fs.name.value + "[{capture}]"
@@ -151,115 +215,102 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
     }
     if (fs.keyed) CheckTemplate(fa.key, vars, &cf.key, "fact key");
     CheckTemplate(fa.value, vars, &cf.value, "fact value");
-    cr.facts.push_back(std::move(cf));
+    cr->facts.push_back(std::move(cf));
   }
-  for (const auto& kv : r.identity) {
+}
+
+void RuleLoader::CompileIdentity(const std::set<std::string>& vars, CompiledRule* cr) {
+  for (const auto& kv : cr->spec.identity) {
     for (int s = 0; s < kNumIdSlots; ++s) {
-      if (kv.first == IdentitySlotName(s)) {
-        CheckTemplate(kv.second, vars, &cr.identity[s], "identity " + kv.first);
-        cr.has_identity = true;
-        // A literal event must be one the engine acts on (engine/state/job_state.cc).
-        if (s == kIdEvent && !cr.identity[s].parts().empty()) {
-          std::string literal;
-          bool is_literal = true;
-          for (const auto& part : cr.identity[s].parts()) {
-            if (part.is_var) is_literal = false;
-            literal += part.text;
-          }
-          if (is_literal && !IsEngineEvent(literal)) {
-            std::string known;
-            for (auto e : EngineEvents()) known += (known.empty() ? "" : ", ") + std::string(e);
-            im.Error(kv.second.pos, "E-ENGINE-EVENT", "identity event '" + literal + "' is not one the engine knows",
-                     "use one of: " + known);
-          }
+      if (kv.first != IdentitySlotName(s)) continue;
+      CheckTemplate(kv.second, vars, &cr->identity[s], "identity " + kv.first);
+      cr->has_identity = true;
+      // A literal event must be one the engine acts on (engine/state/job_state.cc).
+      if (s == kIdEvent && !cr->identity[s].parts().empty()) {
+        std::string literal;
+        bool is_literal = true;
+        for (const auto& part : cr->identity[s].parts()) {
+          if (part.is_var) is_literal = false;
+          literal += part.text;
+        }
+        if (is_literal && !IsEngineEvent(literal)) {
+          std::string known;
+          for (auto e : EngineEvents()) known += (known.empty() ? "" : ", ") + std::string(e);
+          impl_->Error(kv.second.pos, "E-ENGINE-EVENT", "identity event '" + literal + "' is not one the engine knows",
+                       "use one of: " + known);
         }
       }
     }
   }
+}
+
+// The subject's capture, the finding's templates and grouping; a rule with
+// no finding must set facts or an identity.
+void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::string>& vars, CompiledRule* cr) {
+  Impl& im = *impl_;
+  const LineRule& r = cr->spec;
   if (r.subject == SubjectMode::kCapture) {
-    cr.subject_capture = cr.CaptureIndex("rank");
-    if (cr.subject_capture < 0 && re.ok()) {
+    cr->subject_capture = cr->CaptureIndex("rank");
+    if (cr->subject_capture < 0 && re.ok()) {
       im.Error(r.pattern.pos, "E-TEMPLATE", "subject: capture needs a capture group named 'rank'");
     }
   }
   if (r.finding.present) {
     std::set<std::string> fvars = vars;
     fvars.insert({"ranks", "hosts", "count"});
-    CheckTemplate(r.finding.explanation, fvars, &cr.explanation, "explanation");
-    CheckTemplate(r.finding.remediation, fvars, &cr.remediation, "remediation");
+    CheckTemplate(r.finding.explanation, fvars, &cr->explanation, "explanation");
+    CheckTemplate(r.finding.remediation, fvars, &cr->remediation, "remediation");
     for (const auto& g : r.finding.group_by) {
       if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
-      cr.group_by.push_back(g.value);
+      cr->group_by.push_back(g.value);
     }
-  } else if (cr.facts.empty() && !cr.has_identity) {
+  } else if (cr->facts.empty() && !cr->has_identity) {
     im.Error(r.id.pos, "E-MISSING-KEY", "rule " + r.id.value + " sets no facts, no identity and has no finding",
              "a rule must produce something");
   }
-  // Single-capture templates read their group directly (a lookup of the same
-  // name wins over a capture, as in MatchVars).
-  auto bind = [&cr](Template* t) {
-    auto capture_of = [&cr](const std::string& name) {
-      for (const CompiledLookup& lk : cr.lookups) {
-        if (lk.name == name) return -1;
-      }
-      return cr.CaptureIndex(name);
-    };
-    if (t->IsSingleVar()) {
-      t->set_single_capture(capture_of(t->parts()[0].text));
-      return;
-    }
-    for (size_t i = 0; i < t->parts().size(); ++i) {
-      if (t->parts()[i].is_var) t->set_part_capture(i, capture_of(t->parts()[i].text));
-    }
-  };
-  for (CompiledFact& cf : cr.facts) {
-    bind(&cf.key);
-    bind(&cf.value);
-  }
-  for (Template& t : cr.identity) bind(&t);
-  for (const auto& lv : r.levels) {
+}
+
+// `level:` into the masks of NCCL levels and c10 severities the rule admits.
+void RuleLoader::CompileLevels(CompiledRule* cr) {
+  for (const auto& lv : cr->spec.levels) {
     static const std::pair<const char*, NcclLevel> kNcclLevels[] = {
         {"INFO", NcclLevel::kInfo}, {"WARN", NcclLevel::kWarn},   {"TRACE", NcclLevel::kTrace},
         {"CALL", NcclLevel::kCall}, {"ABORT", NcclLevel::kAbort}, {"VERSION", NcclLevel::kVersion}};
     bool known = false;
     for (const auto& nl : kNcclLevels) {
       if (lv.value == nl.first) {
-        cr.nccl_levels |= 1u << static_cast<int>(nl.second);
+        cr->nccl_levels |= 1u << static_cast<int>(nl.second);
         known = true;
       }
     }
     if (lv.value.size() == 1 && CompiledRule::SeverityBit(lv.value[0]) > 0) {
-      cr.c10_severities |= 1u << CompiledRule::SeverityBit(lv.value[0]);
+      cr->c10_severities |= 1u << CompiledRule::SeverityBit(lv.value[0]);
       known = true;
     }
     if (lv.value == "headerless") {  // neither an NCCL level nor a c10 severity
-      cr.c10_severities |= 1u;
+      cr->c10_severities |= 1u;
       known = true;
     }
     if (lv.value == "non-nccl") {  // every line that is not an NCCL line: c10 ones and headerless
-      cr.c10_severities |= 0x3fu;
+      cr->c10_severities |= 0x3fu;
       known = true;
     }
     if (!known) {
-      im.Error(lv.pos, "E-BAD-VALUE", "unknown level '" + lv.value + "'",
-               "NCCL levels INFO WARN TRACE CALL ABORT VERSION, c10 severities E F W I V, headerless or non-nccl");
+      impl_->Error(lv.pos, "E-BAD-VALUE", "unknown level '" + lv.value + "'",
+                   "NCCL levels INFO WARN TRACE CALL ABORT VERSION, c10 severities E F W I V, headerless or non-nccl");
     }
   }
-  cr.has_finding = r.finding.present;
-  if (r.fallback) {
-    if (r.levels.empty()) {
-      im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'level'",
-               "a catch-all runs its regex on every line it admits: name the levels (e.g. level: [WARN])");
-    }
-    if (!r.finding.present) {
-      im.Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'finding'");
-    }
+}
+
+void RuleLoader::CheckFallback(const LineRule& r) {
+  if (!r.fallback) return;
+  if (r.levels.empty()) {
+    impl_->Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'level'",
+                 "a catch-all runs its regex on every line it admits: name the levels (e.g. level: [WARN])");
   }
-  cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
-  for (const CompiledFact& cf : cr.facts) {
-    if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
+  if (!r.finding.present) {
+    impl_->Error(r.fallback_pos, "E-MISSING-KEY", "fallback rule " + r.id.value + " needs a 'finding'");
   }
-  rs->rules_.push_back(std::move(cr));
 }
 
 void RuleLoader::CheckExplains(const FindingSpec& f, const std::set<std::string>& all_ids) {

@@ -81,6 +81,15 @@ class RuleLoader {
   void SelectDefinitions(std::vector<const LineRule*>* rules, std::vector<const CorrelationRule*>* corrs,
                          std::map<std::string, SourcePos>* overridden);
   void CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_ptr<const RE2>& compiled);
+  // CompileRule's steps, in order (rule_compile.cc).
+  void CompileFamily(LineRule* r);
+  std::set<std::string> CompileCaptures(const std::shared_ptr<const RE2>& compiled, CompiledRule* cr);
+  void CompileLookups(const RE2& re, CompiledRule* cr, std::set<std::string>* vars);
+  void CompileFacts(const RuleSet& rs, const std::set<std::string>& vars, CompiledRule* cr);
+  void CompileIdentity(const std::set<std::string>& vars, CompiledRule* cr);
+  void CompileSubjectAndFinding(const RE2& re, const std::set<std::string>& vars, CompiledRule* cr);
+  void CompileLevels(CompiledRule* cr);
+  void CheckFallback(const LineRule& r);
   void CheckExplains(const FindingSpec& f, const std::set<std::string>& all_ids);
   void ApplyDisables(RuleSet* rs, const std::vector<const CorrelationRule*>& corrs,
                      const std::map<std::string, SourcePos>& overridden, const std::set<std::string>& all_ids,

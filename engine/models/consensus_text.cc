@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <optional>
 
 #include "engine/models/consensus_checks.h"
 #include "engine/models/diagnosis.h"
@@ -82,6 +84,142 @@ const Evidence* LastSignOfLife(const JobState& state, int s) {
 
 std::string Clock(double t) { return t >= 0 ? FormatSecondsOfYear(t) : std::string("(no time)"); }
 
+// died_first's pieces (Checks::DiedFirst below).
+
+// A rank without a timeout of its own, and its sign of life or death.
+struct DiedFirstCandidate {
+  int rank;
+  double time;  // of the sign, -1 if untimed
+  bool fatal;   // an error, not only silence
+  std::string what;
+  Evidence ev;
+};
+
+// The ranks whose watchdogs timed out, and what they waited in.
+struct TimedOutRanks {
+  std::vector<int> ranks;
+  std::vector<Evidence> evidence;  // the first two timeouts, cited
+  double first_timeout = -1;
+  std::string op, seq, pg;
+};
+
+// The facts that are a fatal sign, in the order a tie is settled: oom,
+// first_error, elastic_failed.
+using FatalFacts = std::array<int, 3>;
+
+// An error NCCL reported on any rank, and the earliest time of one: a job
+// that failed loudly in NCCL is told by that error (FIRST-ERROR and its own
+// finding), not by who fell quiet, nor by a later crash.
+struct NcclErrorSeen {
+  bool any = false;
+  double first = -1;
+};
+
+NcclErrorSeen NcclErrorOnAnyRank(const JobState& state, int first_error) {
+  NcclErrorSeen seen;
+  for (int s : state.LiveSubjects()) {
+    const FactValue* v = state.subjects()[s].Get(first_error);
+    if (!v || !IsNcclSide(*v)) continue;
+    seen.any = true;
+    const double t = v->evidence.time;
+    if (t >= 0 && (seen.first < 0 || t < seen.first)) seen.first = t;
+  }
+  return seen;
+}
+
+void AddTimedOut(const Subject& sub, int timeout_seq, int timeout_op, TimedOutRanks* out) {
+  out->ranks.push_back(sub.rank);
+  for (const auto& kv : sub.keyed[timeout_seq]) {
+    const double t = kv.second.evidence.time;
+    if (t >= 0 && (out->first_timeout < 0 || t < out->first_timeout)) out->first_timeout = t;
+    if (out->seq.empty()) {
+      out->seq = kv.second.value;
+      out->pg = kv.first;
+    }
+    if (out->evidence.size() < 2) out->evidence.push_back(kv.second.evidence);
+  }
+  if (const FactValue* o = sub.Get(timeout_op); o && out->op.empty()) out->op = o->value;
+}
+
+// Subject s (a rank with no timeout) as a candidate: its earliest fatal sign,
+// else its last sign of life; none if NCCL reported its error or it left no
+// timed line.
+std::optional<DiedFirstCandidate> CandidateOf(const JobState& state, int s, const FatalFacts& fatal, int exitcode) {
+  const Subject& sub = state.subjects()[s];
+  DiedFirstCandidate best{sub.rank, -1, false, "", {}};
+  bool have = false, nccl_side = false;
+  for (int f : fatal) {
+    const FactValue* v = sub.Get(f);
+    if (!v) continue;
+    // An error NCCL reported (a transport or CUDA failure inside a
+    // collective) is a rank that took part and failed there: FIRST-ERROR and
+    // the error's own finding tell it; it neither died on its own nor went silent.
+    if (f == fatal[1] && IsNcclSide(*v)) nccl_side = true;
+    if (f == fatal[2]) {
+      // The launcher lists every worker it lost: one its watchdog aborted
+      // (SIGABRT, -6) or that it terminated itself (SIGTERM, -15) was a victim.
+      const FactValue* code = sub.Get(exitcode);
+      if (code && (code->value == "-6" || code->value == "-15")) continue;
+    }
+    // The earliest timed sign wins; an untimed one only when none is timed.
+    if (!have || (v->evidence.time >= 0 && (best.time < 0 || v->evidence.time < best.time))) {
+      std::string what = v->value;
+      if (f == fatal[2]) what = "the launcher reports its process failed (" + what + ")";
+      best = DiedFirstCandidate{sub.rank, v->evidence.time, true, what, v->evidence};
+      have = true;
+    }
+  }
+  if (nccl_side) return std::nullopt;
+  if (!have) {
+    const Evidence* last = LastSignOfLife(state, s);
+    if (!last) return std::nullopt;
+    best = DiedFirstCandidate{sub.rank, last->time, false, "", *last};
+  }
+  return best;
+}
+
+// The candidates died_first names; none when nobody stopped first.
+std::vector<const DiedFirstCandidate*> NameDiedFirst(const std::vector<DiedFirstCandidate>& candidates,
+                                                     const NcclErrorSeen& nccl_error, const TimedOutRanks& timed_out) {
+  // Keep the signs that precede the first timeout. An untimed fatal sign
+  // counts (the rank failed and never waited with the others) but only when no
+  // timed one does; print order says nothing about time: a spawner prints a
+  // child's traceback when the child exits, after the others' timeouts.
+  const double first_timeout = timed_out.first_timeout;
+  std::vector<const DiedFirstCandidate*> timed, untimed;
+  for (const DiedFirstCandidate& k : candidates) {
+    if (!k.fatal && nccl_error.any) continue;
+    if (k.time >= 0 && nccl_error.first >= 0 && k.time > nccl_error.first) continue;
+    if (k.time >= 0 && first_timeout >= 0) {
+      if (k.time < first_timeout) timed.push_back(&k);
+    } else if (k.fatal) {
+      untimed.push_back(&k);  // no order to compare: the sign or the timeouts carry no time
+    }
+  }
+  if (timed.empty()) return untimed;
+  // The earliest fatal sign; silence only when no rank failed loudly.
+  bool any_fatal = false;
+  for (const DiedFirstCandidate* k : timed) any_fatal |= k->fatal;
+  const DiedFirstCandidate* first = nullptr;
+  for (const DiedFirstCandidate* k : timed) {
+    if (any_fatal && !k->fatal) continue;
+    if (!first || k->time < first->time) first = k;
+  }
+  if (any_fatal) return {first};
+  // Every rank that went quiet before the timeouts, if they are the few:
+  // when most ranks fell silent, their logs end early, not their work.
+  if (timed.size() >= timed_out.ranks.size()) return {};
+  return timed;
+}
+
+std::string SaysOf(const DiedFirstCandidate& k) {
+  if (k.fatal) {
+    return k.time >= 0 ? fmt::format("rank {} failed at {}: {}", k.rank, Clock(k.time), k.what)
+                       : fmt::format("rank {} failed: {}", k.rank, k.what);
+  }
+  return fmt::format("rank {} printed nothing after {} and never timed out itself", k.rank, Clock(k.time));
+}
+
 }  // namespace
 
 // died_first: the ranks whose watchdogs timed out are victims of a rank that
@@ -97,142 +235,41 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   const int timeout_op = rules.fact(Fact::kTimeoutOp);
   if (timeout_seq < 0) return;
   // A fatal sign: the first one of these a rank has, by time.
-  const int kFatal[] = {rules.fact(Fact::kOom), rules.fact(Fact::kFirstError), rules.fact(Fact::kElasticFailed)};
-
+  const FatalFacts fatal = {rules.fact(Fact::kOom), rules.fact(Fact::kFirstError), rules.fact(Fact::kElasticFailed)};
   const int exitcode = rules.fact(Fact::kExitcode);
-  std::vector<int> victims;
-  std::vector<Evidence> victim_ev;
-  double first_timeout = -1;
-  std::string op, seq, pg;
-  struct Candidate {
-    int rank;
-    double time;  // of the sign, -1 if untimed
-    bool fatal;   // an error, not only silence
-    std::string what;
-    Evidence ev;
-  };
-  std::vector<Candidate> candidates;
-  // An error NCCL reported on any rank, and the earliest time of one: a job
-  // that failed loudly in NCCL is told by that error (FIRST-ERROR and its own
-  // finding), not by who fell quiet, nor by a later crash.
-  bool nccl_error = false;
-  double first_nccl_error = -1;
-  for (int s : state.LiveSubjects()) {
-    const FactValue* v = state.subjects()[s].Get(kFatal[1]);
-    if (!v || !IsNcclSide(*v)) continue;
-    nccl_error = true;
-    const double t = v->evidence.time;
-    if (t >= 0 && (first_nccl_error < 0 || t < first_nccl_error)) first_nccl_error = t;
-  }
+  const NcclErrorSeen nccl_error = NcclErrorOnAnyRank(state, fatal[1]);
+  TimedOutRanks timed_out;
+  std::vector<DiedFirstCandidate> candidates;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     if (sub.rank < 0) continue;
     if (sub.Has(timeout_seq)) {
-      victims.push_back(sub.rank);
-      for (const auto& kv : sub.keyed[timeout_seq]) {
-        const double t = kv.second.evidence.time;
-        if (t >= 0 && (first_timeout < 0 || t < first_timeout)) first_timeout = t;
-        if (seq.empty()) {
-          seq = kv.second.value;
-          pg = kv.first;
-        }
-        if (victim_ev.size() < 2) victim_ev.push_back(kv.second.evidence);
-      }
-      if (const FactValue* o = sub.Get(timeout_op); o && op.empty()) op = o->value;
+      AddTimedOut(sub, timeout_seq, timeout_op, &timed_out);
       continue;
     }
-    Candidate best{sub.rank, -1, false, "", {}};
-    bool have = false, nccl_side = false;
-    for (int f : kFatal) {
-      const FactValue* v = sub.Get(f);
-      if (!v) continue;
-      // An error NCCL reported (a transport or CUDA failure inside a
-      // collective) is a rank that took part and failed there: FIRST-ERROR and
-      // the error's own finding tell it; it neither died on its own nor went silent.
-      if (f == kFatal[1] && IsNcclSide(*v)) nccl_side = true;
-      if (f == kFatal[2]) {
-        // The launcher lists every worker it lost: one its watchdog aborted
-        // (SIGABRT, -6) or that it terminated itself (SIGTERM, -15) was a victim.
-        const FactValue* code = sub.Get(exitcode);
-        if (code && (code->value == "-6" || code->value == "-15")) continue;
-      }
-      // The earliest timed sign wins; an untimed one only when none is timed.
-      if (!have || (v->evidence.time >= 0 && (best.time < 0 || v->evidence.time < best.time))) {
-        std::string what = v->value;
-        if (f == kFatal[2]) what = "the launcher reports its process failed (" + what + ")";
-        best = Candidate{sub.rank, v->evidence.time, true, what, v->evidence};
-        have = true;
-      }
-    }
-    if (nccl_side) continue;
-    if (!have) {
-      const Evidence* last = LastSignOfLife(state, s);
-      if (!last) continue;
-      best = Candidate{sub.rank, last->time, false, "", *last};
-    }
-    candidates.push_back(std::move(best));
+    if (auto k = CandidateOf(state, s, fatal, exitcode)) candidates.push_back(std::move(*k));
   }
-  if (victims.empty() || candidates.empty()) return;
-
-  // Keep the signs that precede the first timeout. An untimed fatal sign
-  // counts (the rank failed and never waited with the others) but only when no
-  // timed one does; print order says nothing about time: a spawner prints a
-  // child's traceback when the child exits, after the others' timeouts.
-  std::vector<const Candidate*> timed, untimed;
-  for (const Candidate& k : candidates) {
-    if (!k.fatal && nccl_error) continue;
-    if (k.time >= 0 && first_nccl_error >= 0 && k.time > first_nccl_error) continue;
-    if (k.time >= 0 && first_timeout >= 0) {
-      if (k.time < first_timeout) timed.push_back(&k);
-    } else if (k.fatal) {
-      untimed.push_back(&k);  // no order to compare: the sign or the timeouts carry no time
-    }
-  }
-  std::vector<const Candidate*> named;
-  if (!timed.empty()) {
-    // The earliest fatal sign; silence only when no rank failed loudly.
-    bool any_fatal = false;
-    for (const Candidate* k : timed) any_fatal |= k->fatal;
-    const Candidate* first = nullptr;
-    for (const Candidate* k : timed) {
-      if (any_fatal && !k->fatal) continue;
-      if (!first || k->time < first->time) first = k;
-    }
-    named.push_back(first);
-    if (!any_fatal) {
-      // Every rank that went quiet before the timeouts, if they are the few:
-      // when most ranks fell silent, their logs end early, not their work.
-      if (timed.size() >= victims.size()) return;
-      named = timed;
-    }
-  } else {
-    named = untimed;
-  }
+  if (timed_out.ranks.empty() || candidates.empty()) return;
+  const std::vector<const DiedFirstCandidate*> named = NameDiedFirst(candidates, nccl_error, timed_out);
   if (named.empty()) return;
 
   std::vector<int> suspects;
   std::vector<std::string> says;
   std::vector<Evidence> ev;
-  for (const Candidate* k : named) {
+  for (const DiedFirstCandidate* k : named) {
     suspects.push_back(k->rank);
-    if (k->fatal) {
-      says.push_back(k->time >= 0 ? fmt::format("rank {} failed at {}: {}", k->rank, Clock(k->time), k->what)
-                                  : fmt::format("rank {} failed: {}", k->rank, k->what));
-    } else {
-      says.push_back(
-          fmt::format("rank {} printed nothing after {} and never timed out itself", k->rank, Clock(k->time)));
-    }
+    says.push_back(SaysOf(*k));
     ev.push_back(k->ev);
   }
   std::sort(suspects.begin(), suspects.end());
-  ev.insert(ev.end(), victim_ev.begin(), victim_ev.end());
-  const std::string group = PgName(pg);
+  ev.insert(ev.end(), timed_out.evidence.begin(), timed_out.evidence.end());
+  const std::string group = PgName(timed_out.pg);
   Vars vars{{"group", group},
-            {"op", op.empty() ? "a collective" : op},
-            {"seq", seq.empty() ? "?" : seq},
+            {"op", timed_out.op.empty() ? "a collective" : timed_out.op},
+            {"seq", timed_out.seq.empty() ? "?" : timed_out.seq},
             {"value", Join(says, "; ")},
-            {"source", first_timeout >= 0 ? " at " + Clock(first_timeout) : ""}};
-  Emit(c, suspects, victims, vars, "died first", ev);
+            {"source", timed_out.first_timeout >= 0 ? " at " + Clock(timed_out.first_timeout) : ""}};
+  Emit(c, suspects, timed_out.ranks, vars, "died first", ev);
 }
 
 // not_started from text: the desync report (TORCH_NCCL_DESYNC_DEBUG) says
