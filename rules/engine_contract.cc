@@ -22,16 +22,31 @@ const std::vector<EngineFact>& EngineFacts() {
        "the report's per-rank summary and the run's story"},
       {Fact::kRankClaimedElsewhere, "rank_claimed_elsewhere", MergeMode::kFirst, false, KeyKind::kName,
        "the identity resolution (two hosts, one rank)"},
-      {Fact::kLastOpcount, "last_opcount", MergeMode::kMax, true, KeyKind::kComm,
-       "the extreme correlation's cut-off-rank test and the run's story"},
+      {Fact::kLastOpcount,
+       "last_opcount",
+       MergeMode::kMax,
+       true,
+       KeyKind::kComm,
+       "the extreme correlation's cut-off-rank test, the consensus model's COLL trace and the run's story",
+       {"op", "count", "datatype", "root"}},
       {Fact::kLastEnqueued, "last_enqueued", MergeMode::kMax, true, KeyKind::kPg,
        "the report's per-rank summary and the run's story"},
       {Fact::kLastCompleted, "last_completed", MergeMode::kMax, true, KeyKind::kPg,
        "the report's per-rank summary and the run's story"},
-      {Fact::kTimeoutSeq, "timeout_seq", MergeMode::kMin, true, KeyKind::kPg,
-       "the report's per-rank summary and the run's story"},
-      {Fact::kP2pLast, "p2p_last", MergeMode::kMax, true, KeyKind::kComm,
-       "the consensus model's send/receive pairing (its count)"},
+      {Fact::kTimeoutSeq,
+       "timeout_seq",
+       MergeMode::kMin,
+       true,
+       KeyKind::kPg,
+       "the report's per-rank summary, the trace's watchdog slices and the run's story",
+       {"op", "timeout", "ran"}},
+      {Fact::kP2pLast,
+       "p2p_last",
+       MergeMode::kMax,
+       true,
+       KeyKind::kComm,
+       "the consensus model's send/receive pairing (its count)",
+       {"count", "datatype"}},
       {Fact::kDesyncUnjoined, "desync_unjoined", MergeMode::kFirst, true, KeyKind::kName,
        "the consensus model's not-started check from text"},
       {Fact::kExitcode, "exitcode", MergeMode::kLast, false, KeyKind::kName,
@@ -107,6 +122,23 @@ const char* MergeModeName(MergeMode m) {
   return "?";
 }
 
+namespace {
+
+std::string FieldList(const std::vector<std::string_view>& fields) {
+  std::string list;
+  for (std::string_view f : fields) list += std::string(list.empty() ? "" : ", ") + std::string(f);
+  return "[" + list + "]";
+}
+
+}  // namespace
+
+std::string EngineFactShape(const EngineFact& f) {
+  std::string shape = std::string("merge ") + MergeModeName(f.merge);
+  if (f.keyed) shape += std::string(", keyed by ") + KeyKindName(f.key_kind);
+  if (!f.fields.empty()) shape += ", fields " + FieldList(f.fields);
+  return shape;
+}
+
 std::string EngineFactMismatch(const EngineFact& want, const FactSpec& spec) {
   std::string out;
   auto add = [&out](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
@@ -118,6 +150,9 @@ std::string EngineFactMismatch(const EngineFact& want, const FactSpec& spec) {
   } else if (want.keyed && spec.key_kind != want.key_kind) {
     add(std::string("key: ") + KeyKindName(want.key_kind) + ", not key: " + KeyKindName(spec.key_kind));
   }
+  bool fields_ok = spec.fields.size() >= want.fields.size();
+  for (size_t i = 0; fields_ok && i < want.fields.size(); ++i) fields_ok = spec.fields[i] == want.fields[i];
+  if (!fields_ok) add("fields " + FieldList(want.fields) + " first");
   return out;
 }
 

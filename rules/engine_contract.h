@@ -78,7 +78,16 @@ struct EngineFact {
   bool keyed;
   KeyKind key_kind;      // keyed facts: what the key names
   const char* used_for;  // for the error message: which part of the engine reads it
+  // The fields the engine reads (FactSpec::fields): the rule files' list must
+  // begin with these, in this order, so FactValue::fields is read by position
+  // (the enums below).
+  std::vector<std::string_view> fields = {};
 };
+
+// Positions in FactValue::fields of the engine facts that carry fields.
+enum class CollField : int { kOp, kCount, kDatatype, kRoot };  // last_opcount
+enum class P2pField : int { kCount, kDatatype };               // p2p_last
+enum class TimeoutField : int { kOp, kTimeoutMs, kRanMs };     // timeout_seq
 
 // Every fact of the contract, in the order of Fact (EngineFacts()[i].id == i).
 const std::vector<EngineFact>& EngineFacts();
@@ -91,6 +100,9 @@ bool IsEngineEvent(std::string_view event);
 
 // "first", "last", … as written in a rule file.
 const char* MergeModeName(MergeMode m);
+
+// "merge max, keyed by comm, fields [op, count, datatype, root]".
+std::string EngineFactShape(const EngineFact& f);
 
 // "" when `spec` has the shape `want` needs, else what differs
 // ("merge last, not first", "keyed with key: comm", …).

@@ -49,6 +49,12 @@ struct FactSpec {
   // (0: unbounded). For per-call facts such as the COLL trace's, whose keys
   // grow with the job's length while consensus needs only the latest calls.
   int window = 0;
+  // Values a line carries besides the fact's own, kept with it (the value the
+  // merge keeps and its fields come from one line): a COLL trace call's op,
+  // count, datatype and root. Each rule that sets the fact fills field f from
+  // its capture or lookup named f (checked at load); models read them by
+  // position (FactValue::fields), not by parsing the line again.
+  std::vector<std::string> fields;
   std::string description;
 };
 

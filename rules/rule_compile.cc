@@ -99,6 +99,7 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
   for (CompiledFact& cf : cr.facts) {
     BindCaptures(cr, &cf.key);
     BindCaptures(cr, &cf.value);
+    for (Template& t : cf.fields) BindCaptures(cr, &t);
   }
   for (Template& t : cr.identity) BindCaptures(cr, &t);
   CompileLevels(&cr);
@@ -215,6 +216,20 @@ void RuleLoader::CompileFacts(const RuleSet& rs, const std::set<std::string>& va
     }
     if (fs.keyed) CheckTemplate(fa.key, vars, &cf.key, "fact key");
     CheckTemplate(fa.value, vars, &cf.value, "fact value");
+    for (const std::string& field : fs.fields) {
+      if (!vars.count(field)) {
+        im.Error(fa.fact.pos, "E-FACT-FIELD",
+                 "fact '" + fs.name.value + "' carries the field '" + field +
+                     "', and this rule has no capture or lookup '" + field + "'",
+                 "name a capture (?P<" + field + ">...) in the pattern, or set another fact");
+        continue;
+      }
+      Template t;
+      std::string err;
+      size_t col = 0;
+      Template::Parse("{" + field + "}", &t, &err, &col);
+      cf.fields.push_back(std::move(t));
+    }
     cr->facts.push_back(std::move(cf));
   }
 }

@@ -219,9 +219,8 @@ void RuleLoader::ValidateFacts(RuleSet* rs) {
   // built-in rules loaded each must be declared, and wherever declared, in the
   // shape the engine assumes.
   for (const EngineFact& ef : EngineFacts()) {
-    std::string shape = std::string("merge ") + MergeModeName(ef.merge);
-    if (ef.keyed) shape += std::string(", keyed by ") + KeyKindName(ef.key_kind);
-    const std::string what = std::string("the engine needs fact '") + ef.name + "' (" + shape + ") for " + ef.used_for;
+    const std::string what =
+        std::string("the engine needs fact '") + ef.name + "' (" + EngineFactShape(ef) + ") for " + ef.used_for;
     int idx = rs->FindFact(ef.name);
     if (idx < 0) {
       if (im.embedded) {

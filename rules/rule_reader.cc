@@ -586,7 +586,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
 void RuleReader::ReadFact(const YAML::Node& n) {
   FactSpec f;
   f.name.pos = Pos(n);
-  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "description"},
+  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "fields", "description"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "name")
@@ -604,6 +604,19 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                  }
                } else if (key == "window") {
                  Int(v, "window", 1, &f.window);
+               } else if (key == "fields") {
+                 std::vector<Located<std::string>> names;
+                 StringList(v, "fields", &names);
+                 for (const auto& name : names) {
+                   if (!ValidFactName(name.value)) {
+                     Error(name.pos, "E-BAD-VALUE", "invalid field name '" + name.value + "'",
+                           "field names match [a-z][a-z0-9_]* (the capture that fills them)");
+                   } else if (std::find(f.fields.begin(), f.fields.end(), name.value) != f.fields.end()) {
+                     Error(name.pos, "E-BAD-VALUE", "field '" + name.value + "' is listed twice");
+                   } else {
+                     f.fields.push_back(name.value);
+                   }
+                 }
                } else if (key == "description")
                  Scalar(v, "description", &f.description);
              });

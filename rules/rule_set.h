@@ -62,6 +62,7 @@ struct CompiledFact {
   int fact = -1;  // index into RuleSet::facts()
   Template key;   // keyed facts only
   Template value;
+  std::vector<Template> fields;  // "{f}" for each of FactSpec::fields
 };
 
 struct CompiledRule {

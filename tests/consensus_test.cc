@@ -235,15 +235,19 @@ TEST(Consensus, CollTraceKeepsTheLatestCallPerCommunicator) {
   const int fact = Rules().FindFact("last_opcount");
   size_t keys = 0;
   std::string value, evidence;
+  std::vector<std::string> fields;
   for (int s : a.state->LiveSubjects()) {
     for (const auto& kv : a.state->subjects()[s].keyed[fact]) {
       ++keys;
       value = kv.second.value;
       evidence = kv.second.evidence.text;
+      fields = kv.second.fields;
     }
   }
   EXPECT_EQ(keys, 1u);
   EXPECT_EQ(value, "12b");
+  // The kept call's op, count, datatype and root ride with it (the fact's fields).
+  EXPECT_EQ(fields, (std::vector<std::string>{"AllReduce", "24", "7", "0"}));
   EXPECT_NE(evidence.find("opCount 12b sendbuff 0x1 recvbuff 0x1 count 24 "), std::string::npos) << evidence;
 }
 

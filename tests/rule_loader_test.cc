@@ -593,13 +593,54 @@ TEST(RuleLoader, RejectsEngineFactOfAnotherShape) {
                  "    merge: last\n"
                  "    keyed: true\n"
                  "    key: pg\n"),
-            "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm) for the extreme "
-            "correlation's cut-off-rank test and the run's story; this declaration differs: merge max, not last, key: "
-            "comm, not key: pg "
-            "[E-ENGINE-FACT]\n"
+            "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm, fields [op, count, "
+            "datatype, root]) for the extreme correlation's cut-off-rank test, the consensus model's COLL trace and "
+            "the run's story; this declaration differs: merge max, not last, key: comm, not key: pg, fields [op, "
+            "count, datatype, root] first [E-ENGINE-FACT]\n"
             "      - name: last_opcount\n"
             "              ^\n"
             "help: declare it as rules/facts.yaml does, or name your fact differently\n");
+}
+
+// The engine reads a fact's fields by position: a declaration that lists them
+// in another order fails the load (the consensus model would compare counts
+// with datatypes).
+TEST(RuleLoader, RejectsEngineFactWithItsFieldsReordered) {
+  const std::string out = Load(
+      "facts:\n"
+      "  - name: last_opcount\n"
+      "    merge: max\n"
+      "    hex: true\n"
+      "    keyed: true\n"
+      "    key: comm\n"
+      "    fields: [op, datatype, count, root]\n");
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "t.yaml:2:11: error: the engine needs fact 'last_opcount' (merge max, keyed by comm, fields [op, count, "
+            "datatype, root]) for the extreme correlation's cut-off-rank test, the consensus model's COLL trace and "
+            "the run's story; this declaration differs: fields [op, count, datatype, root] first [E-ENGINE-FACT]");
+}
+
+// A rule that sets a fact with fields must fill each from a capture or lookup
+// of that name: the load fails at the fact, naming the field.
+TEST(RuleLoader, RuleSettingAFactWithFieldsNeedsEachCapture) {
+  const std::string out = Load(
+      "facts:\n"
+      "  - name: t_call\n"
+      "    fields: [op, count]\n"
+      "rules:\n"
+      "  - id: T-COLL\n"
+      "    title: t\n"
+      "    category: desync\n"
+      "    family: nccl\n"
+      "    pattern: '(?P<op>\\w+): opCount (?P<opcount>[0-9a-f]+)'\n"
+      "    facts:\n"
+      "      t_call: \"{opcount}\"\n"
+      "    examples:\n"
+      "      match: ['AllReduce: opCount 2f']\n"
+      "      no_match: ['x']\n");
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "t.yaml:11:7: error: fact 't_call' carries the field 'count', and this rule has no capture or lookup "
+            "'count' [E-FACT-FIELD]");
 }
 
 // Renaming any fact the engine reads in the built-in rule files fails the

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,14 @@ void AddDumps(JobState* st) {
   st->AddFlightRecorder(r1);
 }
 
+// The finalized state of one log file holding `text`: the facts the trace
+// reads (a watchdog slice comes from the timeout_seq fact, not the finding).
+std::unique_ptr<JobState> Scanned(const std::string& text) {
+  TempDir dir;
+  Analysis a = Analyze(Rules(), {dir.Write("rank.log", text + "\n")}, ScanOptions());
+  return std::move(a.state);
+}
+
 Finding MakeFinding(const std::string& id, const std::vector<int>& suspects, const std::string& text, double time) {
   Finding f;
   f.rule_id = id;
@@ -227,17 +236,15 @@ TEST(TraceReport, CulpritTrackIsNamedSortedFirstAndMarked) {
 }
 
 TEST(TraceReport, WatchdogLineIsASliceEndingAtItsTime) {
-  JobState st(&Rules());
-  st.Finalize();
+  // 700.5 s after Jan 1 00:00: its slice of 600.01 s starts at 100.49 s, which is ts 0 (00:01:40).
+  const std::string text =
+      "[rank3]:[E101 00:11:40.500000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out.";
+  std::unique_ptr<JobState> st = Scanned(text);
   Diagnosis d;
-  // 100.5 s after Jan 1 00:00: ts 0 is 00:01:40, the line at 0.5 s, its slice 600 s before it.
-  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {3},
-                                   "[rank3]:[E101 00:01:40.500000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog "
-                                   "caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, "
-                                   "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before "
-                                   "timing out.",
-                                   700.5));
-  Trace t = Parse(RenderTrace(st, d));
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {3}, text, 700.5));
+  Trace t = Parse(RenderTrace(*st, d));
   const Ev* s = Find(t, "X", "ALLREDUCE #12 timed out", 3);
   ASSERT_NE(s, nullptr);
   EXPECT_DOUBLE_EQ(s->dur, 600010000.0);
@@ -251,16 +258,15 @@ TEST(TraceReport, WatchdogLineIsASliceEndingAtItsTime) {
 }
 
 TEST(TraceReport, DumpsAlignToTheFirstWatchdogLine) {
-  JobState st(&Rules());
-  st.Finalize();
-  AddDumps(&st);
+  const std::string text =
+      "[rank0]:[E102 00:00:00.250000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600000 milliseconds before timing "
+      "out.";
+  std::unique_ptr<JobState> st = Scanned(text);
+  AddDumps(st.get());
   Diagnosis d;
-  d.findings.push_back(
-      MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0},
-                  "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
-                  "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.",
-                  86400.25));
-  Trace t = Parse(RenderTrace(st, d));
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0}, text, 86400.25));
+  Trace t = Parse(RenderTrace(*st, d));
   const Ev* hung = Find(t, "X", "all_reduce [started]", 0);
   const Ev* line = Find(t, "i", "TORCH-WATCHDOG-TIMEOUT", 0);
   ASSERT_NE(hung, nullptr);
@@ -349,16 +355,14 @@ TEST(TraceReport, NonFiniteNumbersFromADumpStayValidJson) {
 // of 15 digits, a dump's timeout_ms of 2^62) are drawn capped and say so, never
 // wrapped around (signed overflow: the slice came out 3.9e15 us long).
 TEST(TraceReport, HugeDurationsAreCappedNotWrapped) {
-  JobState st(&Rules());
-  st.Finalize();
+  const std::string text =
+      "[rank0]:[E101 00:11:40.500000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+      "999999999999999 milliseconds before timing out.";
+  std::unique_ptr<JobState> st = Scanned(text);
   Diagnosis d;
-  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0},
-                                   "[rank0]:[E1122 10:15:32.133529328 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog "
-                                   "caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, "
-                                   "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 999999999999999 milliseconds "
-                                   "before timing out.",
-                                   700.5));
-  Trace t = Parse(RenderTrace(st, d));
+  d.findings.push_back(MakeFinding("TORCH-WATCHDOG-TIMEOUT", {0}, text, 700.5));
+  Trace t = Parse(RenderTrace(*st, d));
   const Ev* s = Find(t, "X", "ALLREDUCE #6 timed out", 0);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->args.at("ran_ms"), "999999999999999");

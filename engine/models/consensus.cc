@@ -178,19 +178,10 @@ void CollectiveModel::AddDump(const FrFile& f, int file) {
   }
 }
 
-// The token after `word` in a COLL trace line ("... count 1048576 datatype 7 ..."), "" if none.
-static std::string_view TokenAfter(std::string_view line, std::string_view word) {
-  size_t p = line.find(word);
-  if (p == std::string_view::npos) return {};
-  p += word.size();
-  size_t e = line.find(' ', p);
-  return line.substr(p, e == std::string_view::npos ? std::string_view::npos : e - p);
-}
-
 void CollectiveModel::AddCollTrace(const JobState& state) {
-  // last_opcount (rules/coll.yaml) keeps, per communicator, the line of the
-  // highest opCount: the rank's latest call, where it hangs. Its op, count,
-  // datatype and root are read from that line, so tracing costs one fact a line.
+  // last_opcount (rules/coll.yaml) keeps, per communicator, the highest
+  // opCount: the rank's latest call, where it hangs, with that call's op,
+  // count, datatype and root (the fact's fields).
   const int fact = state.rules().fact(Fact::kLastOpcount);
   if (fact < 0) return;
   for (int s : state.LiveSubjects()) {
@@ -199,15 +190,11 @@ void CollectiveModel::AddCollTrace(const JobState& state) {
     for (const auto& kv : sub.keyed[fact]) {
       long double seq;
       if (!ParseNumber(kv.second.value, /*hex=*/true, &seq) || !SequenceFits(seq)) continue;
-      std::string_view line = kv.second.evidence.text;
-      size_t oc = line.find(": opCount ");
-      if (oc == std::string_view::npos) continue;
-      size_t ob = line.rfind(' ', oc);
-      std::string_view op =
-          line.substr(ob == std::string_view::npos ? 0 : ob + 1, oc - (ob == std::string_view::npos ? 0 : ob + 1));
-      std::string_view count = TokenAfter(line, " count ");
-      std::string_view dtype = TokenAfter(line, " datatype ");
-      std::string_view root = TokenAfter(line, " root ");
+      const FactValue& call = kv.second;
+      std::string_view op = FieldOf(call, CollField::kOp);
+      std::string_view count = FieldOf(call, CollField::kCount);
+      std::string_view dtype = FieldOf(call, CollField::kDatatype);
+      std::string_view root = FieldOf(call, CollField::kRoot);
       if (op.empty() || count.empty() || dtype.empty()) continue;
       const std::string id = "comm " + kv.first;
       GroupView& g = groups_[id];
@@ -265,9 +252,8 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
       if ((dir != "Send" && dir != "Recv") || !ConsumeInt(&lv, &local) || !lv.empty()) continue;
       long double seq;
       if (!ParseNumber(kv.second.value, /*hex=*/true, &seq) || !SequenceFits(seq)) continue;
-      std::string_view line = kv.second.evidence.text;
-      std::string_view count = TokenAfter(line, " count ");
-      std::string_view dtype = TokenAfter(line, " datatype ");
+      std::string_view count = FieldOf(kv.second, P2pField::kCount);
+      std::string_view dtype = FieldOf(kv.second, P2pField::kDatatype);
       const std::string id = "comm " + comm;
       GroupView& g = groups_[id];
       g.id = id;

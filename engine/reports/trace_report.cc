@@ -120,59 +120,10 @@ std::string_view BaseName(std::string_view p) {
   return slash == std::string_view::npos ? p : p.substr(slash + 1);
 }
 
-// The global rank a PyTorch line names itself by ("[rank3]:", "[Rank 3]",
-// "[PG 0 Rank 3]"), -1 if none: for evidence in a file several ranks wrote.
-int RankInText(std::string_view t) {
-  for (size_t p = t.find("ank"); p != std::string_view::npos; p = t.find("ank", p + 1)) {
-    if (p < 2 || (t[p - 1] != 'r' && t[p - 1] != 'R') || (t[p - 2] != '[' && t[p - 2] != ' ')) continue;
-    size_t i = p + 3;
-    if (i < t.size() && t[i] == ' ') ++i;
-    size_t start = i;
-    int64_t v = 0;
-    while (i < t.size() && IsDigit(t[i]) && i - start < 7) v = v * 10 + (t[i++] - '0');
-    if (i > start && i < t.size() && t[i] == ']') return static_cast<int>(v);
-  }
-  return -1;
-}
-
-// A watchdog timeout line: "… collective operation timeout: WorkNCCL(SeqNum=12,
-// OpType=ALLREDUCE, …, Timeout(ms)=600000) ran for 600010 milliseconds …".
-struct WatchdogLine {
-  std::string seq, op;
-  int64_t timeout_ms = -1, ran_ms = -1;
-};
-
-int64_t NumberAfter(std::string_view t, std::string_view key, size_t from, size_t to) {
-  size_t p = t.find(key, from);
-  if (p == std::string_view::npos || p >= to) return -1;
-  p += key.size();
-  int64_t v = 0;
-  size_t start = p;
-  while (p < t.size() && IsDigit(t[p]) && p - start < 15) v = v * 10 + (t[p++] - '0');
-  return p > start ? v : -1;
-}
-
-bool ParseWatchdog(std::string_view t, WatchdogLine* w) {
-  static constexpr std::string_view kKey = "ollective operation timeout: WorkNCCL(";
-  size_t p = t.find(kKey);
-  if (p == std::string_view::npos) return false;
-  p += kKey.size();
-  size_t close = t.find(')', p);
-  if (close == std::string_view::npos) close = t.size();
-  std::string_view inside = t.substr(p, close - p);
-  auto field = [&](std::string_view key) -> std::string {
-    size_t k = inside.find(key);
-    if (k == std::string_view::npos) return "";
-    size_t e = k + key.size();
-    while (e < inside.size() && inside[e] != ',' && inside[e] != ' ') ++e;
-    return std::string(inside.substr(k + key.size(), e - k - key.size()));
-  };
-  w->seq = field("SeqNum=");
-  w->op = field("OpType=");
-  if (w->op.empty()) return false;
-  w->timeout_ms = NumberAfter(t, "Timeout(ms)=", p, t.size());
-  w->ran_ms = close < t.size() ? NumberAfter(t, " ran for ", close, t.size()) : -1;
-  return true;
+// A field's milliseconds ("600000"), -1 when it has none.
+int64_t Millis(std::string_view v) {
+  int64_t ms;
+  return ConsumeInt(&v, &ms) && v.empty() ? ms : -1;
 }
 
 struct Track {
@@ -287,7 +238,7 @@ class TraceBuilder {
       if (count == 1) return named;
     }
     // A rank named by the line or by the finding gets its track even if no subject had it.
-    int r = RankInText(e.text);
+    const int r = e.rank;
     if (r >= 0 && (cands.empty() || rank_track_.count(r))) return RankTrack(r, "");
     if (f && f->ranks.size() == 1) return RankTrack(f->ranks[0], "");
     if (e.file >= 0 && e.file < static_cast<int>(st_.files().size())) {
@@ -312,56 +263,53 @@ class TraceBuilder {
     events_.push_back(std::move(ev));
   }
 
-  // Watchdog timeout lines with a time: from every rank's facts first (the
-  // line is certainly that rank's), then from the findings' evidence. A rank
-  // prints one timeout several times (the watchdog line, then "terminated with
-  // exception", the elastic traceback): one slice per rank and collective, the
-  // earliest line's.
+  // Watchdog timeouts with a time, from the timeout_seq fact (rules/torch.yaml):
+  // per rank and process group the collective the watchdog gave up on, with
+  // its op, timeout and "ran for" (the fact's fields) and the line that said
+  // so. One slice per rank and collective (two subjects of one rank, one
+  // track: the earlier slice).
   void AddWatchdogSlices() {
-    std::set<std::pair<int, int64_t>> done;
-    std::map<std::tuple<int, std::string, std::string, int64_t>, Event> slices;
-    auto take = [&](const Evidence& e, int track) {
-      if (e.time < 0 || !done.insert({e.file, e.line}).second) return;
-      WatchdogLine w;
-      if (!ParseWatchdog(e.text, &w)) return;
-      int64_t end = LogNs(e.time);
-      if (watchdog_first_ == kNoTime || end < watchdog_first_) watchdog_first_ = end;
-      auto key = std::make_tuple(track, w.op, w.seq, w.seq.empty() ? w.timeout_ms : 0);
-      auto it = slices.find(key);
-      if (it != slices.end() && it->second.ns + it->second.dur_ns <= end) return;
-      int64_t ms = w.ran_ms >= 0 ? w.ran_ms : w.timeout_ms;
-      Event ev;
-      ev.track = track;
-      ev.ph = 'X';
-      ev.dur_ns = ms >= 0 ? DurationNs(ms) : 0;
-      ev.ns = end - ev.dur_ns;
-      ev.name = w.op + (w.seq.empty() ? "" : " #" + w.seq) + " timed out";
-      ev.cat = "watchdog";
-      Args a;
-      a.Str("op", w.op);
-      if (!w.seq.empty()) a.Str("seq", w.seq);
-      if (w.timeout_ms >= 0) a.Int("timeout_ms", w.timeout_ms);
-      if (w.ran_ms >= 0)
-        a.Int("ran_ms", w.ran_ms);
-      else
-        a.Str("note", ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
-      if (ms > kMaxDurationMs) {
-        a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
-      }
-      a.Str("text", e.text).Str("at", Cite(e));
-      ev.args = a.Done();
-      slices[key] = std::move(ev);
-    };
-    const auto& subs = st_.subjects();
+    const int fact = st_.rules().fact(Fact::kTimeoutSeq);
+    if (fact < 0) return;
+    std::map<std::tuple<int, std::string, std::string>, Event> slices;
     for (int s : st_.LiveSubjects()) {
-      const Subject& sub = subs[s];
-      for (size_t f = 0; f < sub.facts.size(); ++f) {
-        if (const FactValue* v = sub.Get(static_cast<int>(f))) take(v->evidence, subject_track_[s]);
-        for (const auto& kv : sub.keyed[f]) take(kv.second.evidence, subject_track_[s]);
+      const int track = subject_track_[s];
+      for (const auto& [pg, v] : st_.subjects()[s].keyed[fact]) {
+        const Evidence& e = v.evidence;
+        if (e.time < 0) continue;
+        const std::string op(FieldOf(v, TimeoutField::kOp));
+        const std::string& seq = v.value;
+        const int64_t timeout_ms = Millis(FieldOf(v, TimeoutField::kTimeoutMs));
+        const int64_t ran_ms = Millis(FieldOf(v, TimeoutField::kRanMs));
+        const int64_t end = LogNs(e.time);
+        if (watchdog_first_ == kNoTime || end < watchdog_first_) watchdog_first_ = end;
+        auto key = std::make_tuple(track, op, seq);
+        auto it = slices.find(key);
+        if (it != slices.end() && it->second.ns + it->second.dur_ns <= end) continue;
+        const int64_t ms = ran_ms >= 0 ? ran_ms : timeout_ms;
+        Event ev;
+        ev.track = track;
+        ev.ph = 'X';
+        ev.dur_ns = ms >= 0 ? DurationNs(ms) : 0;
+        ev.ns = end - ev.dur_ns;
+        ev.name = op + (seq.empty() ? "" : " #" + seq) + " timed out";
+        ev.cat = "watchdog";
+        Args a;
+        a.Str("op", op);
+        if (!seq.empty()) a.Str("seq", seq);
+        if (timeout_ms >= 0) a.Int("timeout_ms", timeout_ms);
+        if (ran_ms >= 0)
+          a.Int("ran_ms", ran_ms);
+        else
+          a.Str("note",
+                ms >= 0 ? "no \"ran for\" on the line: the slice spans the timeout" : "no duration on the line");
+        if (ms > kMaxDurationMs) {
+          a.Str("capped", fmt::format("the slice is drawn {} ms long, not {} ms", kMaxDurationMs, ms));
+        }
+        a.Str("text", e.text).Str("at", Cite(e));
+        ev.args = a.Done();
+        slices[key] = std::move(ev);
       }
-    }
-    for (const Finding& f : d_.findings) {
-      for (const Evidence& e : f.evidence) take(e, TrackFor(e, &f));
     }
     for (auto& kv : slices) Add(std::move(kv.second));
   }

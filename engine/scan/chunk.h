@@ -7,6 +7,7 @@
 #ifndef NCCLSCAN_ENGINE_SCAN_CHUNK_H_
 #define NCCLSCAN_ENGINE_SCAN_CHUNK_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,11 @@ struct FoldEntry {
   double time;
   std::string_view src_file;  // its grep -H -n origin, if any
   int64_t src_line;
+  // The kept line's values of the fact's fields (CompiledFact::fields), into
+  // the chunk's data or arena; a fact with more does not fold.
+  static constexpr size_t kMaxFields = 4;
+  std::array<std::string_view, kMaxFields> fields;
+  uint8_t num_fields;
 };
 
 struct FoldedRun {

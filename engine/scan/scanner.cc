@@ -40,7 +40,7 @@ class Folder {
   // caller must record it as a plain event (the run, if any, is then closed).
   bool Add(const ParsedLine& pl, uint32_t index, const MatchEvent& me) {
     const CompiledRule& r = rules_.rules()[me.rule];
-    if (!r.foldable || pl.host.empty() || pl.pid < 0) {
+    if (!r.foldable || pl.host.empty() || pl.pid < 0 || !FieldsFit(r)) {
       Flush();
       return false;
     }
@@ -65,7 +65,8 @@ class Folder {
         }
       }
       if (!e) {
-        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time, pl.src_file, pl.src_line});
+        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time, pl.src_file, pl.src_line, {}, 0});
+        KeepFields(cf, var, &pending_.back());
         continue;
       }
       ++e->count;
@@ -76,6 +77,7 @@ class Folder {
         e->time = pl.time;
         e->src_file = pl.src_file;
         e->src_line = pl.src_line;
+        KeepFields(cf, var, e);
       }
     }
     return true;
@@ -96,6 +98,18 @@ class Folder {
 
  private:
   static constexpr size_t kMaxEntries = 32;
+
+  static bool FieldsFit(const CompiledRule& r) {
+    for (const CompiledFact& cf : r.facts) {
+      if (cf.fields.size() > FoldEntry::kMaxFields) return false;
+    }
+    return true;
+  }
+  // The entry's line is now `var`'s: its fields with it.
+  void KeepFields(const CompiledFact& cf, const MatchVars& var, FoldEntry* e) {
+    e->num_fields = static_cast<uint8_t>(cf.fields.size());
+    for (size_t i = 0; i < cf.fields.size(); ++i) e->fields[i] = Stable(var.Render(cf.fields[i], &buf_));
+  }
 
   // A rendered value that lives in buf_ is copied to the chunk's arena.
   std::string_view Stable(std::string_view v) {
@@ -422,68 +436,71 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
   MatchScratch list_scratch;
 
   tbb::parallel_pipeline(
-      tokens, tbb::make_filter<void, Chunk*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Chunk* {
-                auto c = pool.Get();
-                c->Reset();
-                if (!reader.Next(c.get())) {
-                  pool.Put(std::move(c));
-                  fc.stop();
-                  return nullptr;
-                }
-                return c.release();
-              }) & tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel, [&](Chunk* c) {
-                ParseChunk(*rules_, opts_.fold, c);
-                return c;
-              }) & tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
-                std::unique_ptr<Chunk> owned(c);
-                for (const std::string& name : c->new_files) state->AddFile(name);
-                // Lines of the file counted so far (0 for a file registered just now).
-                uint64_t base = state->file(c->file).lines;
-                for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
-                for (const LineEvent& rl : c->rank_lines) {
-                  state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
-                }
-                if (c->label_conflict) state->NoteLabelsNotRanks(c->file);
-                // Context from the previous chunk of the same file, for orphans.
-                if (c->file != carry_file) {
-                  carry_file = c->file;
-                  last_carry = CarryRank();
-                  open_list = LineParser::ListContext();
-                }
-                const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch,
-                                                            &open_list, &last_carry, &last_carry_pg);
-                for (LineEvent& e : c->events) {
-                  if (e.line_index < continued) continue;  // applied by ContinueOpenList
-                  if (e.orphan) last_carry.InheritTo(&e.line);
-                  if (e.fold >= 0) {
-                    const FoldedRun& run = c->folds[e.fold];
-                    folded.clear();
-                    for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
-                      const FoldEntry& fe = c->fold_entries[k];
-                      int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
-                      EvidenceRef ev{c->file, line_no, fe.text, fe.time};
-                      ev.origin_file = fe.src_file;
-                      ev.origin_line = fe.src_line;
-                      folded.push_back(JobState::FoldedFact{fe.fact, fe.key, fe.value, fe.count, ev});
-                    }
-                    state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
-                    continue;
-                  }
-                  for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
-                    const MatchEvent& me = c->matches[m];
-                    state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
-                                 c->groups.data() + me.group_begin, me.num_groups);
-                  }
-                }
-                if (c->carry_set) {
-                  last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
-                  last_carry = c->carry;
-                  last_carry.pg = last_carry_pg;
-                }
-                state->file(c->file).lines += c->lines;
-                state->counters().Add(c->counters);
-                pool.Put(std::move(owned));
-              }));
+      tokens,
+      tbb::make_filter<void, Chunk*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Chunk* {
+        auto c = pool.Get();
+        c->Reset();
+        if (!reader.Next(c.get())) {
+          pool.Put(std::move(c));
+          fc.stop();
+          return nullptr;
+        }
+        return c.release();
+      }) & tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel, [&](Chunk* c) {
+        ParseChunk(*rules_, opts_.fold, c);
+        return c;
+      }) & tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
+        std::unique_ptr<Chunk> owned(c);
+        for (const std::string& name : c->new_files) state->AddFile(name);
+        // Lines of the file counted so far (0 for a file registered just now).
+        uint64_t base = state->file(c->file).lines;
+        for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
+        for (const LineEvent& rl : c->rank_lines) {
+          state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
+        }
+        if (c->label_conflict) state->NoteLabelsNotRanks(c->file);
+        // Context from the previous chunk of the same file, for orphans.
+        if (c->file != carry_file) {
+          carry_file = c->file;
+          last_carry = CarryRank();
+          open_list = LineParser::ListContext();
+        }
+        const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch, &open_list,
+                                                    &last_carry, &last_carry_pg);
+        for (LineEvent& e : c->events) {
+          if (e.line_index < continued) continue;  // applied by ContinueOpenList
+          if (e.orphan) last_carry.InheritTo(&e.line);
+          if (e.fold >= 0) {
+            const FoldedRun& run = c->folds[e.fold];
+            folded.clear();
+            for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
+              const FoldEntry& fe = c->fold_entries[k];
+              int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
+              EvidenceRef ev{c->file, line_no, fe.text, fe.time};
+              ev.origin_file = fe.src_file;
+              ev.origin_line = fe.src_line;
+              ev.rank = SelfRank(e.line);  // a run's lines share their rank prefix
+              folded.push_back(JobState::FoldedFact{
+                  fe.fact, fe.key, fe.value, fe.count, ev, {fe.fields.begin(), fe.fields.begin() + fe.num_fields}});
+            }
+            state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
+            continue;
+          }
+          for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
+            const MatchEvent& me = c->matches[m];
+            state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
+                         c->groups.data() + me.group_begin, me.num_groups);
+          }
+        }
+        if (c->carry_set) {
+          last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
+          last_carry = c->carry;
+          last_carry.pg = last_carry_pg;
+        }
+        state->file(c->file).lines += c->lines;
+        state->counters().Add(c->counters);
+        pool.Put(std::move(owned));
+      }));
   // Files that gave no chunk (empty, unreadable) after the last chunk.
   for (size_t i = state->files().size() - static_cast<size_t>(first_file); i < reader.files(); ++i) {
     state->AddFile(reader.name(i));

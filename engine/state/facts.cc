@@ -40,6 +40,7 @@ void MergeFact(const FactSpec& spec, FactValue* into, FactValue&& from, MergeOrd
   for (const auto& v : from.values) InsertSetValue(&into->values, v);
   if (MergeTakes(spec, from.value, from.seen, into->value, into->seen, order)) {
     if (spec.merge != MergeMode::kCount) into->value = std::move(from.value);
+    into->fields = std::move(from.fields);
     into->evidence = std::move(from.evidence);
     into->seen = from.seen;
   }
@@ -101,11 +102,13 @@ void Put(WireWriter* w, const Evidence& e) {
   w->D(e.time);
   w->I(e.origin);
   w->I(e.origin_line);
+  w->I(e.rank);
 }
 
 void Put(WireWriter* w, const FactValue& v) {
   w->S(v.value);
   PutStrings(w, v.values);
+  PutStrings(w, v.fields);
   w->I(v.count);
   Put(w, v.evidence);
   Put(w, v.seen);
@@ -126,6 +129,8 @@ void Get(WireReader* r, Evidence* e, const Limits& l) {
   e->time = r->D();
   e->origin = r->Index(-1, l.origins);
   e->origin_line = r->I();
+  e->rank = static_cast<int>(r->I());
+  if (e->rank < -1 || e->rank >= kMaxRanks) r->Fail();
   CheckLine(r, e->file, e->line);
   CheckTime(r, e->time);
   if (e->origin_line < -1) r->Fail();
@@ -134,6 +139,7 @@ void Get(WireReader* r, Evidence* e, const Limits& l) {
 void Get(WireReader* r, FactValue* v, const Limits& l) {
   v->value = r->S();
   GetStrings(r, &v->values);
+  GetStrings(r, &v->fields);
   v->count = r->I();
   CheckCount(r, v->count);
   Get(r, &v->evidence, l);

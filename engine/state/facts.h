@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "parsers/parsed_line.h"
 #include "parsers/text_util.h"
 #include "rules/rule_set.h"
 
@@ -36,7 +37,19 @@ struct Evidence {
   // origins), -1 if none: reports cite those (JobState::CitedPath / CitedLine).
   int origin = -1;
   int64_t origin_line = 0;
+  // The global rank the line names itself by ([rankN]:, [Rank N], [PG 0
+  // Rank N]; SelfRank), -1 if none: where a report puts a line of a file
+  // that several ranks wrote.
+  int rank = -1;
 };
+
+// The global rank a line names itself by, -1 if none: its [rankN]: prefix
+// (not an srun task label), else a "[Rank N]" of the default process group.
+inline int SelfRank(const ParsedLine& line) {
+  if (line.rank_hint >= 0 && !line.rank_hint_is_label) return line.rank_hint;
+  if (line.pg_rank >= 0 && (line.pg_id.empty() || line.pg_id == "0")) return line.pg_rank;
+  return -1;
+}
 
 // Where a value was seen, for ordering "first" across ranks.
 struct Seen {
@@ -58,12 +71,22 @@ struct EvidenceRef {
   // cited by reports; ordering ("first") stays by file and line, see seen().
   std::string_view origin_file;
   int64_t origin_line = -1;
+  int rank = -1;  // SelfRank
+  // Line `line_no` of `file`, parsed as `line`.
+  static EvidenceRef Of(int file, int64_t line_no, const ParsedLine& line) {
+    EvidenceRef ev{file, line_no, line.text, line.time};
+    ev.origin_file = line.src_file;
+    ev.origin_line = line.src_line;
+    ev.rank = SelfRank(line);
+    return ev;
+  }
   void CopyTo(Evidence* e) const {
     e->file = file;
     e->line = line;
     std::string_view t = CutUtf8(text, kMaxEvidenceText);  // never half a character
     e->text.assign(t.data(), t.size());
     e->time = time;
+    e->rank = rank;
   }
   Seen seen() const { return Seen{time, file, line}; }
 };
@@ -71,10 +94,21 @@ struct EvidenceRef {
 struct FactValue {
   std::string value;                // first/last/max/min
   std::vector<std::string> values;  // set (sorted, bounded)
+  // FactSpec::fields of the line whose value is kept (empty: none declared,
+  // or a line of a rule that set the fact before fields were required).
+  std::vector<std::string> fields;
   int64_t count = 0;
   Evidence evidence;
   Seen seen;
 };
+
+// Field `f` (an enum of rules/engine_contract.h: CollField, P2pField, …) of
+// a value; empty when the value carries none.
+template <typename FieldEnum>
+std::string_view FieldOf(const FactValue& v, FieldEnum f) {
+  const size_t i = static_cast<size_t>(f);
+  return i < v.fields.size() ? std::string_view(v.fields[i]) : std::string_view();
+}
 
 using KeyedValues = std::map<std::string, FactValue, std::less<>>;
 
@@ -152,7 +186,7 @@ bool MergeTakes(const FactSpec& spec, std::string_view incoming, const Seen& inc
 void InsertSetValue(std::vector<std::string>* values, std::string_view v);
 
 // Folds `from` into `into`: counts add up, set values join, and the kept
-// value travels with its evidence (MergeTakes).
+// value travels with its fields and evidence (MergeTakes).
 void MergeFact(const FactSpec& spec, FactValue* into, FactValue&& from, MergeOrder order);
 
 // A windowed keyed fact keeps its latest keys (FactSpec::window): called

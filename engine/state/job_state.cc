@@ -74,7 +74,7 @@ void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
 }
 
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
-                       const EvidenceRef& ev) {
+                       const EvidenceRef& ev, std::vector<std::string>* fields) {
   const FactSpec& spec = rules_->facts()[fact];
   Subject* s = &subjects_.all[si];
   FactValue* fv;
@@ -121,6 +121,7 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   }
   if (take) {
     if (spec.merge != MergeMode::kCount) fv->value.assign(value.data(), value.size());
+    if (fields) fv->fields = std::move(*fields);
     ev.CopyTo(&fv->evidence);
     Cite(ev, &fv->evidence);
     fv->seen = ev.seen();
@@ -143,9 +144,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
   int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
 
-  EvidenceRef ev{file, line_no, line.text, line.time};
-  ev.origin_file = line.src_file;
-  ev.origin_line = line.src_line;
+  const EvidenceRef ev = EvidenceRef::Of(file, line_no, line);
   const Seen seen = ev.seen();
 
   std::string b1, b2;
@@ -246,9 +245,12 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
     }
   }
 
+  std::vector<std::string> fields;
   for (const CompiledFact& cf : r.facts) {
     std::string_view key = rules_->facts()[cf.fact].keyed ? render(cf.key, &b1) : std::string_view();
-    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev);
+    fields.clear();
+    for (const Template& t : cf.fields) fields.emplace_back(render(t, &b2));
+    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev, cf.fields.empty() ? nullptr : &fields);
   }
 
   if (r.spec.finding.present) {
@@ -312,7 +314,10 @@ void JobState::ApplyFolded(int file, const ParsedLine& line, int64_t lines, cons
   for (int i = 0; i < num_facts; ++i) order.push_back(&facts[i]);
   std::stable_sort(order.begin(), order.end(),
                    [](const FoldedFact* a, const FoldedFact* b) { return a->ev.line < b->ev.line; });
-  for (const FoldedFact* f : order) SetFact(si, f->fact, f->key, f->value, f->count, f->ev);
+  for (const FoldedFact* f : order) {
+    std::vector<std::string> fields = f->fields;
+    SetFact(si, f->fact, f->key, f->value, f->count, f->ev, fields.empty() ? nullptr : &fields);
+  }
 }
 
 std::set<std::string> JobState::Hosts() const {

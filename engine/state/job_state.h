@@ -80,7 +80,8 @@ class JobState {
     std::string_view key;  // rendered, before comm-pointer translation
     std::string_view value;
     int64_t count;
-    EvidenceRef ev;  // the line whose value is kept
+    EvidenceRef ev;                   // the line whose value is kept
+    std::vector<std::string> fields;  // that line's FactSpec::fields
   };
   void ApplyFolded(int file, const ParsedLine& line, int64_t lines, const FoldedFact* facts, int num_facts);
 
@@ -142,8 +143,9 @@ class JobState {
   }
   // `count` lines set this value (a folded run counts all its lines); ev is
   // the line that set it.
+  // *fields (FactSpec::fields, rendered) are taken with the value.
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
-               const EvidenceRef& ev);
+               const EvidenceRef& ev, std::vector<std::string>* fields = nullptr);
   // Finalize's steps, in order (job_state_finalize.cc).
   // Hosts: a wrapper label that only ever prefixed one host's processes is
   // that host; two machines of one name that bootstrap from different

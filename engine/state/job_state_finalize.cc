@@ -131,6 +131,7 @@ std::vector<bool> JobState::MergeSubjectsOfOneRank() {
         const Evidence* first = FirstEvidence(s);
         if (fact >= 0 && first) {
           EvidenceRef ev{first->file, first->line, first->text, first->time};
+          ev.rank = first->rank;
           if (first->origin >= 0) {
             ev.origin_file = inputs_.origins[first->origin];
             ev.origin_line = first->origin_line;

@@ -47,10 +47,7 @@ void JobState::NoteRankLine(int file, int64_t line_no, const ParsedLine& line) {
   const int fact = rules_->fact(Fact::kLastLine);
   if (fact < 0) return;
   const int si = SubjectFor(file, line, -1, /*previous=*/false);
-  EvidenceRef ev{file, line_no, line.text, line.time};
-  ev.origin_file = line.src_file;
-  ev.origin_line = line.src_line;
-  SetFact(si, fact, "", CutUtf8(line.text, kMaxLastLineValue), 1, ev);
+  SetFact(si, fact, "", CutUtf8(line.text, kMaxLastLineValue), 1, EvidenceRef::Of(file, line_no, line));
 }
 
 int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, bool previous, int64_t weight) {
