@@ -36,7 +36,6 @@ ROOMS = [
 DEFAULT_CAP = 600
 CAPS = {
     "engine/run/partial.cc": 1094,
-    "parsers/line_parser.cc": 829,
     "engine/models/correlate.cc": 801,
     "engine/corpus/corpus_runner.cc": 798,
     "engine/state/job_state.cc": 774,
