@@ -36,7 +36,6 @@ ROOMS = [
 DEFAULT_CAP = 600
 CAPS = {
     "engine/run/partial.cc": 1094,
-    "engine/models/correlate.cc": 801,
     "engine/state/job_state.cc": 774,
     "engine/reports/trace_report.cc": 743,
     "engine/reports/report.cc": 743,
