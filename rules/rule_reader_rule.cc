@@ -67,76 +67,15 @@ void RuleReader::ReadRule(const YAML::Node& n) {
                  have_pattern = Scalar(v, "pattern", &r.pattern);
                } else if (key == "fields") {
                  have_pattern = true;
-                 r.pattern.pos = Pos(v);
-                 ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
-                   LineRule::Field f;
-                   f.name = name;
-                   ForEachKey(fv, "field", {"after", "before"},
-                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
-                                Scalar(x, k, &f.anchor);
-                                f.before = k == "before";
-                              });
-                   if (f.anchor.value.size() < 3) {
-                     Error(Pos(fv), "E-BAD-VALUE",
-                           "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
-                   }
-                   r.fields.push_back(f);
-                 });
+                 ReadFields(v, &r);
                } else if (key == "facts") {
-                 ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
-                   FactAssign a;
-                   a.fact.pos = Pos(kn);
-                   size_t br = fk.find('[');
-                   if (br != std::string::npos && fk.back() == ']') {
-                     a.fact.value = fk.substr(0, br);
-                     a.key.value = fk.substr(br + 1, fk.size() - br - 2);
-                     a.key.pos = Pos(kn);
-                     a.key.pos.col += static_cast<int>(br) + 1;
-                   } else {
-                     a.fact.value = fk;
-                   }
-                   if (Scalar(fv, "fact value", &a.value)) r.facts.push_back(a);
-                 });
+                 ReadFactAssigns(v, &r);
                } else if (key == "identity") {
-                 ForEachKey(v, "identity",
-                            {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid",
-                             "result", "rank_hint"},
-                            [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
-                              Located<std::string> l;
-                              if (Scalar(iv, "identity value", &l)) r.identity[ik] = l;
-                            });
+                 ReadIdentity(v, &r);
                } else if (key == "lookup") {
-                 ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
-                   Lookup lk;
-                   lk.name = name;
-                   lk.from.pos = Pos(lv);
-                   ForEachKey(lv, "lookup", {"from", "map", "default"},
-                              [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
-                                if (k == "from")
-                                  Scalar(x, "from", &lk.from);
-                                else if (k == "default")
-                                  Scalar(x, "default", &lk.default_value);
-                                else
-                                  ForEachKey(x, "map", {},
-                                             [&](const std::string& mk, const YAML::Node&, const YAML::Node& mv) {
-                                               std::string s;
-                                               if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
-                                             });
-                              });
-                   r.lookups.push_back(lk);
-                 });
+                 ReadLookups(v, &r);
                } else if (key == "subject") {
-                 Located<std::string> s;
-                 if (Scalar(v, "subject", &s)) {
-                   if (s.value == "line")
-                     r.subject = SubjectMode::kLine;
-                   else if (s.value == "capture")
-                     r.subject = SubjectMode::kCapture;
-                   else if (s.value == "previous")
-                     r.subject = SubjectMode::kPrevious;
-                   else
-                     Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
-                 }
+                 ReadSubject(v, &r);
                } else if (key == "level") {
                  if (v.IsScalar()) {
                    Located<std::string> l;
@@ -145,14 +84,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
                    StringList(v, "level", &r.levels);
                  }
                } else if (key == "fallback") {
-                 Located<std::string> b;
-                 r.fallback_pos = Pos(v);
-                 if (Scalar(v, "fallback", &b)) {
-                   if (b.value == "true")
-                     r.fallback = true;
-                   else if (b.value != "false")
-                     Error(b.pos, "E-BAD-VALUE", "fallback must be true or false");
-                 }
+                 ReadFallback(v, &r);
                } else if (key == "finding") {
                  ReadFinding(v, &r.finding);
                } else if (key == "references") {
@@ -180,6 +112,96 @@ void RuleReader::ReadRule(const YAML::Node& n) {
           "sample lines are checked at every load; they are the rule's regression test");
   }
   rules.push_back(RuleEntry{std::move(r), layer});
+}
+
+// `fields:` name -> {after|before: anchor}, the literal-anchored captures.
+void RuleReader::ReadFields(const YAML::Node& v, LineRule* r) {
+  r->pattern.pos = Pos(v);
+  ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
+    LineRule::Field f;
+    f.name = name;
+    ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+      Scalar(x, k, &f.anchor);
+      f.before = k == "before";
+    });
+    if (f.anchor.value.size() < 3) {
+      Error(Pos(fv), "E-BAD-VALUE", "field '" + name + "' needs an 'after' or 'before' anchor of 3+ characters");
+    }
+    r->fields.push_back(f);
+  });
+}
+
+// `facts:` fact or fact[key] -> value template.
+void RuleReader::ReadFactAssigns(const YAML::Node& v, LineRule* r) {
+  ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
+    FactAssign a;
+    a.fact.pos = Pos(kn);
+    size_t br = fk.find('[');
+    if (br != std::string::npos && fk.back() == ']') {
+      a.fact.value = fk.substr(0, br);
+      a.key.value = fk.substr(br + 1, fk.size() - br - 2);
+      a.key.pos = Pos(kn);
+      a.key.pos.col += static_cast<int>(br) + 1;
+    } else {
+      a.fact.value = fk;
+    }
+    if (Scalar(fv, "fact value", &a.value)) r->facts.push_back(a);
+  });
+}
+
+void RuleReader::ReadIdentity(const YAML::Node& v, LineRule* r) {
+  ForEachKey(
+      v, "identity",
+      {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result", "rank_hint"},
+      [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
+        Located<std::string> l;
+        if (Scalar(iv, "identity value", &l)) r->identity[ik] = l;
+      });
+}
+
+// `lookup:` name -> {from: capture, map: {value: text}, default: template}.
+void RuleReader::ReadLookups(const YAML::Node& v, LineRule* r) {
+  ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
+    Lookup lk;
+    lk.name = name;
+    lk.from.pos = Pos(lv);
+    ForEachKey(lv, "lookup", {"from", "map", "default"},
+               [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+                 if (k == "from")
+                   Scalar(x, "from", &lk.from);
+                 else if (k == "default")
+                   Scalar(x, "default", &lk.default_value);
+                 else
+                   ForEachKey(x, "map", {}, [&](const std::string& mk, const YAML::Node&, const YAML::Node& mv) {
+                     std::string s;
+                     if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
+                   });
+               });
+    r->lookups.push_back(lk);
+  });
+}
+
+void RuleReader::ReadSubject(const YAML::Node& v, LineRule* r) {
+  Located<std::string> s;
+  if (!Scalar(v, "subject", &s)) return;
+  if (s.value == "line")
+    r->subject = SubjectMode::kLine;
+  else if (s.value == "capture")
+    r->subject = SubjectMode::kCapture;
+  else if (s.value == "previous")
+    r->subject = SubjectMode::kPrevious;
+  else
+    Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+}
+
+void RuleReader::ReadFallback(const YAML::Node& v, LineRule* r) {
+  Located<std::string> b;
+  r->fallback_pos = Pos(v);
+  if (!Scalar(v, "fallback", &b)) return;
+  if (b.value == "true")
+    r->fallback = true;
+  else if (b.value != "false")
+    Error(b.pos, "E-BAD-VALUE", "fallback must be true or false");
 }
 
 }  // namespace ncclscan
