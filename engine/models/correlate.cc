@@ -102,21 +102,149 @@ void UnplacedValues(CorrelationCtx& x, const std::string& key, const std::map<in
   x.out->push_back(std::move(f));
 }
 
-void Consensus(CorrelationCtx& x) {
-  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
-  auto values = x.Values(x.c.fact);
+using SubjectsByValue = std::map<std::string, std::vector<int>>;  // value -> subjects
+
+// The subjects a consensus compares: those that report the fact for any key,
+// and those that printed the population fact (they would have printed this
+// one too: for them a missing key means the default, "(unset)").
+std::set<int> ConsensusReporters(const CorrelationCtx& x,
+                                 const std::map<std::string, std::map<int, const FactValue*>>& values) {
   // Keyed facts: a subject that reports the fact for some key but not this one is "(unset)".
   std::set<int> reporters;
   for (const auto& kv : values) {
     for (const auto& sv : kv.second) reporters.insert(sv.first);
   }
-  // Subjects that printed the population fact would have printed this one too:
-  // for them a missing key means the default ("(unset)").
   if (x.c.population >= 0) {
     for (int s : x.live) {
       if (x.state.subjects()[s].Has(x.c.population)) reporters.insert(s);
     }
   }
+  return reporters;
+}
+
+// over: host. Each host's value is the majority of its subjects; false when
+// this key has no dispute among enough hosts (then the values of lines no
+// process can be placed on are checked alone).
+bool GroupByHost(CorrelationCtx& x, const std::string& key, const std::map<int, const FactValue*>& key_values,
+                 const std::map<int, std::string>& val, SubjectsByValue* groups) {
+  std::map<std::string, std::vector<int>> host_subjects;
+  std::vector<int> unplaced;  // unprefixed lines of a stream several processes share
+  std::vector<int> unhosted_ranks;
+  for (const auto& sv : val) {
+    const Subject& sub = x.state.subjects()[sv.first];
+    if (!sub.host.empty()) {
+      host_subjects[sub.host].push_back(sv.first);
+    } else if (sub.rank < 0 && sub.pid < 0) {
+      unplaced.push_back(sv.first);
+    } else if (sub.rank >= 0) {
+      unhosted_ranks.push_back(sv.first);
+    }
+  }
+  // No reporter names its host (pasted fragments, "[rankN]:" lines only): each
+  // rank stands for a host of its own, the best grouping the input allows, so
+  // that the rank that differs is still named. Where any host is known the
+  // hosts alone vote, as before.
+  if (host_subjects.empty()) {
+    for (int s : unhosted_ranks) host_subjects["\x01subject " + std::to_string(s)].push_back(s);
+  }
+  for (const auto& hs : host_subjects) {
+    SubjectsByValue hv;
+    for (int s : hs.second) hv[val.at(s)].push_back(s);
+    std::string note;
+    std::string hval = Majority(hv, &note);
+    auto& g = (*groups)[hval];
+    g.insert(g.end(), hs.second.begin(), hs.second.end());
+  }
+  if (groups->size() < 2 || static_cast<int>(host_subjects.size()) < x.c.spec.min_subjects) {
+    if (groups->size() < 2) UnplacedValues(x, key, key_values, *groups, unplaced);
+    return false;
+  }
+  return true;
+}
+
+// A group's weight in the vote: its hosts (over: host) or its subjects.
+size_t GroupWeight(const CorrelationCtx& x, const std::vector<int>& members) {
+  if (x.c.spec.over != Over::kHost) return members.size();
+  std::set<std::string> hs;
+  for (int s : members) {
+    const std::string& h = x.state.subjects()[s].host;
+    hs.insert(h.empty() ? "\x01subject " + std::to_string(s) : h);  // see GroupByHost's unhosted ranks
+  }
+  return hs.size();
+}
+
+// The majority's value; *tie when no group outweighs the others.
+std::string MajorityValue(const CorrelationCtx& x, const SubjectsByValue& groups, bool* tie) {
+  std::string majority;
+  size_t best = 0;
+  *tie = false;
+  for (const auto& g : groups) {
+    size_t n = GroupWeight(x, g.second);
+    if (n > best) {
+      best = n;
+      majority = g.first;
+      *tie = false;
+    } else if (n == best) {
+      *tie = true;
+    }
+  }
+  // A tie is broken by the values the rule calls normal (a default, the fast
+  // transport); otherwise nobody is the odd one out and every subject is named.
+  if (*tie && !x.c.spec.normal.empty()) {
+    std::vector<std::string> normal_tied;
+    for (const auto& g : groups) {
+      size_t n = GroupWeight(x, g.second);
+      bool is_normal = std::find(x.c.spec.normal.begin(), x.c.spec.normal.end(), g.first) != x.c.spec.normal.end();
+      if (n == best && is_normal) normal_tied.push_back(g.first);
+    }
+    if (normal_tied.size() == 1) {
+      majority = normal_tied[0];
+      *tie = false;
+    }
+  }
+  return majority;
+}
+
+// The finding naming the subjects outside the majority, with their lines and
+// one line of the majority for contrast.
+void EmitOutliers(CorrelationCtx& x, const std::string& key, const std::map<int, const FactValue*>& key_values,
+                  SubjectsByValue& groups, std::string majority, bool tie) {
+  std::vector<int> outliers, majority_subjects = tie ? std::vector<int>() : groups[majority];
+  if (tie) majority = "(no majority)";
+  std::string outlier_values;
+  std::vector<const FactValue*> ev;
+  for (const auto& g : groups) {
+    if (g.first == majority) continue;
+    outliers.insert(outliers.end(), g.second.begin(), g.second.end());
+    outlier_values += (outlier_values.empty() ? "" : ", ") + g.first;
+    for (int s : g.second) {
+      auto it = key_values.find(s);
+      if (it != key_values.end()) ev.push_back(it->second);
+    }
+  }
+  for (int s : majority_subjects) {
+    auto it = key_values.find(s);
+    if (it != key_values.end() && ev.size() < kMaxEvidencePerFinding + 1) {
+      ev.push_back(it->second);
+      break;  // one line of the majority for contrast
+    }
+  }
+  Finding maj;
+  FillSubjects(x.state, majority_subjects, &maj);
+  Vars vars{{"value", outlier_values},
+            {"majority", majority},
+            {"key", key},
+            {"majority_ranks", SubjectsText(maj)},
+            {"majority_hosts", HostsText(maj)}};
+  Finding f = x.Make(outliers, vars, key + "=" + outlier_values);
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
+void Consensus(CorrelationCtx& x) {
+  const FactSpec& spec = x.state.rules().facts()[x.c.fact];
+  auto values = x.Values(x.c.fact);
+  const std::set<int> reporters = ConsensusReporters(x, values);
   for (const auto& kv : values) {
     const std::string& key = kv.first;
     std::map<int, std::string> val;
@@ -127,113 +255,18 @@ void Consensus(CorrelationCtx& x) {
       else if (spec.keyed && !x.c.spec.ignore_unset)
         val[s] = "(unset)";
     }
-    // Per host: each host's value is the majority of its subjects.
-    std::map<std::string, std::vector<int>> groups;  // value -> subjects (or hosts' subjects)
-    std::map<std::string, std::vector<int>> host_subjects;
+    SubjectsByValue groups;
     if (x.c.spec.over == Over::kHost) {
-      std::vector<int> unplaced;  // unprefixed lines of a stream several processes share
-      std::vector<int> unhosted_ranks;
-      for (const auto& sv : val) {
-        const Subject& sub = x.state.subjects()[sv.first];
-        if (!sub.host.empty()) {
-          host_subjects[sub.host].push_back(sv.first);
-        } else if (sub.rank < 0 && sub.pid < 0) {
-          unplaced.push_back(sv.first);
-        } else if (sub.rank >= 0) {
-          unhosted_ranks.push_back(sv.first);
-        }
-      }
-      // No reporter names its host (pasted fragments, "[rankN]:" lines only): each
-      // rank stands for a host of its own, the best grouping the input allows, so
-      // that the rank that differs is still named. Where any host is known the
-      // hosts alone vote, as before.
-      if (host_subjects.empty()) {
-        for (int s : unhosted_ranks) host_subjects["\x01subject " + std::to_string(s)].push_back(s);
-      }
-      for (const auto& hs : host_subjects) {
-        std::map<std::string, std::vector<int>> hv;
-        for (int s : hs.second) hv[val[s]].push_back(s);
-        std::string note;
-        std::string hval = Majority(hv, &note);
-        auto& g = groups[hval];
-        g.insert(g.end(), hs.second.begin(), hs.second.end());
-      }
-      if (groups.size() < 2 || static_cast<int>(host_subjects.size()) < x.c.spec.min_subjects) {
-        if (groups.size() < 2) UnplacedValues(x, key, kv.second, groups, unplaced);
-        continue;
-      }
+      if (!GroupByHost(x, key, kv.second, val, &groups)) continue;
     } else {
       if (static_cast<int>(val.size()) < x.c.spec.min_subjects) continue;
       for (const auto& sv : val) groups[sv.second].push_back(sv.first);
     }
     if (groups.size() < 2) continue;
     // Majority by number of hosts (over: host) or subjects.
-    auto weight = [&](const std::vector<int>& members) {
-      if (x.c.spec.over != Over::kHost) return members.size();
-      std::set<std::string> hs;
-      for (int s : members) {
-        const std::string& h = x.state.subjects()[s].host;
-        hs.insert(h.empty() ? "\x01subject " + std::to_string(s) : h);  // see unhosted_ranks
-      }
-      return hs.size();
-    };
-    std::string majority;
-    size_t best = 0;
     bool tie = false;
-    for (const auto& g : groups) {
-      size_t n = weight(g.second);
-      if (n > best) {
-        best = n;
-        majority = g.first;
-        tie = false;
-      } else if (n == best) {
-        tie = true;
-      }
-    }
-    // A tie is broken by the values the rule calls normal (a default, the fast
-    // transport); otherwise nobody is the odd one out and every subject is named.
-    if (tie && !x.c.spec.normal.empty()) {
-      std::vector<std::string> normal_tied;
-      for (const auto& g : groups) {
-        size_t n = weight(g.second);
-        bool is_normal = std::find(x.c.spec.normal.begin(), x.c.spec.normal.end(), g.first) != x.c.spec.normal.end();
-        if (n == best && is_normal) normal_tied.push_back(g.first);
-      }
-      if (normal_tied.size() == 1) {
-        majority = normal_tied[0];
-        tie = false;
-      }
-    }
-    std::vector<int> outliers, majority_subjects = tie ? std::vector<int>() : groups[majority];
-    if (tie) majority = "(no majority)";
-    std::string outlier_values;
-    std::vector<const FactValue*> ev;
-    for (const auto& g : groups) {
-      if (g.first == majority) continue;
-      outliers.insert(outliers.end(), g.second.begin(), g.second.end());
-      outlier_values += (outlier_values.empty() ? "" : ", ") + g.first;
-      for (int s : g.second) {
-        auto it = kv.second.find(s);
-        if (it != kv.second.end()) ev.push_back(it->second);
-      }
-    }
-    for (int s : majority_subjects) {
-      auto it = kv.second.find(s);
-      if (it != kv.second.end() && ev.size() < kMaxEvidencePerFinding + 1) {
-        ev.push_back(it->second);
-        break;  // one line of the majority for contrast
-      }
-    }
-    Finding maj;
-    FillSubjects(x.state, majority_subjects, &maj);
-    Vars vars{{"value", outlier_values},
-              {"majority", majority},
-              {"key", key},
-              {"majority_ranks", SubjectsText(maj)},
-              {"majority_hosts", HostsText(maj)}};
-    Finding f = x.Make(outliers, vars, key + "=" + outlier_values);
-    x.AddEvidence(&f, ev);
-    x.out->push_back(std::move(f));
+    const std::string majority = MajorityValue(x, groups, &tie);
+    EmitOutliers(x, key, kv.second, groups, majority, tie);
   }
 }
 

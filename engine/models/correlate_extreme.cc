@@ -30,6 +30,118 @@ std::string KeyPhrase(KeyKind kind, const std::string& key) {
   return key;
 }
 
+// A silent subject whose own NCCL trace shows it issued as many collectives as the
+// reporters did (last_opcount on every communicator it shares with them, against their
+// most common value) reached the collective they hang in: it was cut off (stopped by its
+// launcher after a sibling failed, its log cut short), not behind.
+bool CaughtUp(const CorrelationCtx& x, const std::set<int>& reporters, const Subject& sub) {
+  const int progress = x.state.rules().fact(Fact::kLastOpcount);
+  if (progress < 0 || progress >= static_cast<int>(sub.keyed.size())) return false;
+  const bool hex = x.state.rules().facts()[progress].hex;
+  int shared = 0;
+  for (const auto& mine : sub.keyed[progress]) {
+    std::map<long double, int> theirs;  // value -> reporters
+    for (int r : reporters) {
+      const auto& rk = x.state.subjects()[r].keyed;
+      if (progress >= static_cast<int>(rk.size())) continue;
+      auto it = rk[progress].find(mine.first);
+      long double v;
+      if (it != rk[progress].end() && ParseNumber(it->second.value, hex, &v)) theirs[v]++;
+    }
+    long double m, common = 0;
+    int best = 0;
+    for (const auto& t : theirs) {
+      if (t.second > best) {
+        best = t.second;
+        common = t.first;
+      }
+    }
+    if (best == 0 || !ParseNumber(mine.second.value, hex, &m)) continue;
+    if (m < common) return false;
+    ++shared;
+  }
+  return shared > 0;
+}
+
+// The ranks that reported nothing (silent_is_behind: they count as the ones behind).
+std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& reporters) {
+  std::vector<int> silent;
+  for (int s : x.live) {
+    const Subject& sub = x.state.subjects()[s];
+    if (sub.rank < 0 || reporters.count(s)) continue;
+    if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
+    if (CaughtUp(x, reporters, sub)) continue;
+    silent.push_back(s);
+  }
+  return silent;
+}
+
+// One key's values as numbers: the subjects of each, and how each is said.
+struct NumericValues {
+  std::map<long double, std::vector<int>> by_value;
+  std::map<long double, std::string> text;
+};
+
+NumericValues NumericValuesOf(const FactSpec& spec, const std::map<int, const FactValue*>& key_values) {
+  NumericValues nv;
+  for (const auto& sv : key_values) {
+    long double v;
+    if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
+    nv.by_value[v].push_back(sv.first);
+    // NCCL prints opCounts in hex without a prefix: "opCount 27" is 39 ops.
+    // Say both, "39 (0x27)", so the explanation cannot be misread.
+    const std::string& raw = sv.second->value;
+    nv.text[v] = spec.hex && v >= 0 && v < 1.8e19L
+                     ? fmt::format("{} (0x{})", static_cast<uint64_t>(v), StartsWith(raw, "0x") ? raw.substr(2) : raw)
+                     : raw;
+  }
+  return nv;
+}
+
+// The finding for one key when the extreme value (and the silent) are the
+// few: the culprits' lines and one line of the others for contrast.
+void EmitExtreme(CorrelationCtx& x, const FactSpec& spec, const std::string& key,
+                 const std::map<int, const FactValue*>& key_values, const std::vector<int>& silent, NumericValues& nv) {
+  size_t total = silent.size();
+  for (const auto& bv : nv.by_value) total += bv.second.size();
+  if (total < 2) return;
+  std::vector<int> culprits = silent;
+  std::string value = silent.empty() ? "" : "no work (it reported none)";
+  if (nv.by_value.size() > 1) {
+    auto& ext = x.c.spec.select == Select::kMax ? nv.by_value.rbegin()->second : nv.by_value.begin()->second;
+    const std::string& t = x.c.spec.select == Select::kMax ? nv.text.rbegin()->second : nv.text.begin()->second;
+    culprits.insert(culprits.end(), ext.begin(), ext.end());
+    value += (value.empty() ? "" : " / ") + t;
+  }
+  if (culprits.empty() || culprits.size() * 2 > total) return;  // not an outlier
+  // The most common value among the others.
+  std::string majority;
+  size_t best = 0;
+  for (const auto& bv : nv.by_value) {
+    if (std::find(culprits.begin(), culprits.end(), bv.second.front()) != culprits.end()) continue;
+    if (bv.second.size() > best) {
+      best = bv.second.size();
+      majority = nv.text[bv.first];
+    }
+  }
+  std::vector<const FactValue*> ev;
+  for (int s : culprits) {
+    auto it = key_values.find(s);
+    if (it != key_values.end()) ev.push_back(it->second);
+  }
+  for (const auto& sv : key_values) {
+    if (std::find(culprits.begin(), culprits.end(), sv.first) == culprits.end()) {
+      ev.push_back(sv.second);
+      break;
+    }
+  }
+  Finding f =
+      x.Make(culprits,
+             {{"key", key}, {"group", KeyPhrase(spec.key_kind, key)}, {"value", value}, {"majority", majority}}, key);
+  x.AddEvidence(&f, ev);
+  x.out->push_back(std::move(f));
+}
+
 }  // namespace
 
 void Extreme(CorrelationCtx& x) {
@@ -52,62 +164,10 @@ void Extreme(CorrelationCtx& x) {
   std::set<int> reporters;
   for (const auto& kv : values)
     for (const auto& sv : kv.second) reporters.insert(sv.first);
-  // A silent subject whose own NCCL trace shows it issued as many collectives as the
-  // reporters did (last_opcount on every communicator it shares with them, against their
-  // most common value) reached the collective they hang in: it was cut off (stopped by its
-  // launcher after a sibling failed, its log cut short), not behind.
-  const int progress = x.state.rules().fact(Fact::kLastOpcount);
-  auto caught_up = [&](const Subject& sub) {
-    if (progress < 0 || progress >= static_cast<int>(sub.keyed.size())) return false;
-    const bool hex = x.state.rules().facts()[progress].hex;
-    int shared = 0;
-    for (const auto& mine : sub.keyed[progress]) {
-      std::map<long double, int> theirs;  // value -> reporters
-      for (int r : reporters) {
-        const auto& rk = x.state.subjects()[r].keyed;
-        if (progress >= static_cast<int>(rk.size())) continue;
-        auto it = rk[progress].find(mine.first);
-        long double v;
-        if (it != rk[progress].end() && ParseNumber(it->second.value, hex, &v)) theirs[v]++;
-      }
-      long double m, common = 0;
-      int best = 0;
-      for (const auto& t : theirs) {
-        if (t.second > best) {
-          best = t.second;
-          common = t.first;
-        }
-      }
-      if (best == 0 || !ParseNumber(mine.second.value, hex, &m)) continue;
-      if (m < common) return false;
-      ++shared;
-    }
-    return shared > 0;
-  };
   for (const auto& kv : values) {
     std::vector<int> silent;
-    if (x.c.spec.silent_is_behind && kv.first == main_key) {
-      for (int s : x.live) {
-        const Subject& sub = x.state.subjects()[s];
-        if (sub.rank < 0 || reporters.count(s)) continue;
-        if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
-        if (caught_up(sub)) continue;
-        silent.push_back(s);
-      }
-    }
-    std::map<long double, std::vector<int>> by_value;
-    std::map<long double, std::string> text;
-    for (const auto& sv : kv.second) {
-      long double v;
-      if (!ParseNumber(sv.second->value, spec.hex, &v)) continue;
-      by_value[v].push_back(sv.first);
-      // NCCL prints opCounts in hex without a prefix: "opCount 27" is 39 ops.
-      // Say both, "39 (0x27)", so the explanation cannot be misread.
-      const std::string& raw = sv.second->value;
-      text[v] = spec.hex && v >= 0 && v < 1.8e19L
-                    ? fmt::format("{} (0x{})", static_cast<uint64_t>(v), StartsWith(raw, "0x") ? raw.substr(2) : raw)
-                    : raw;
-    }
+    if (x.c.spec.silent_is_behind && kv.first == main_key) silent = SilentSubjects(x, reporters);
+    NumericValues nv = NumericValuesOf(spec, kv.second);
     // Sequences are compared within one group only. Lines that do not name
     // their process group or communicator (old watchdog formats: the empty
     // key) may come from several groups, whose numbers are unrelated: they
@@ -116,49 +176,11 @@ void Extreme(CorrelationCtx& x) {
     // sequence numbers behind, never thousands.
     constexpr long double kUnknownGroupMaxGap = 64;
     const bool unknown_group = kv.first.empty() && spec.keyed && spec.key_kind != KeyKind::kName;
-    if (unknown_group && !by_value.empty() &&
-        by_value.rbegin()->first - by_value.begin()->first > kUnknownGroupMaxGap) {
+    if (unknown_group && !nv.by_value.empty() &&
+        nv.by_value.rbegin()->first - nv.by_value.begin()->first > kUnknownGroupMaxGap) {
       continue;
     }
-    size_t total = silent.size();
-    for (const auto& bv : by_value) total += bv.second.size();
-    if (total < 2) continue;
-    std::vector<int> culprits = silent;
-    std::string value = silent.empty() ? "" : "no work (it reported none)";
-    if (by_value.size() > 1) {
-      auto& ext = x.c.spec.select == Select::kMax ? by_value.rbegin()->second : by_value.begin()->second;
-      const std::string& t = x.c.spec.select == Select::kMax ? text.rbegin()->second : text.begin()->second;
-      culprits.insert(culprits.end(), ext.begin(), ext.end());
-      value += (value.empty() ? "" : " / ") + t;
-    }
-    if (culprits.empty() || culprits.size() * 2 > total) continue;  // not an outlier
-    // The most common value among the others.
-    std::string majority;
-    size_t best = 0;
-    for (const auto& bv : by_value) {
-      if (std::find(culprits.begin(), culprits.end(), bv.second.front()) != culprits.end()) continue;
-      if (bv.second.size() > best) {
-        best = bv.second.size();
-        majority = text[bv.first];
-      }
-    }
-    std::vector<const FactValue*> ev;
-    for (int s : culprits) {
-      auto it = kv.second.find(s);
-      if (it != kv.second.end()) ev.push_back(it->second);
-    }
-    for (const auto& sv : kv.second) {
-      if (std::find(culprits.begin(), culprits.end(), sv.first) == culprits.end()) {
-        ev.push_back(sv.second);
-        break;
-      }
-    }
-    Finding f = x.Make(
-        culprits,
-        {{"key", kv.first}, {"group", KeyPhrase(spec.key_kind, kv.first)}, {"value", value}, {"majority", majority}},
-        kv.first);
-    x.AddEvidence(&f, ev);
-    x.out->push_back(std::move(f));
+    EmitExtreme(x, spec, kv.first, kv.second, silent, nv);
   }
 }
 
