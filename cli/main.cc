@@ -1,53 +1,34 @@
 // ncclscan: command-line flags and wiring only; all logic lives in engine/.
-#include <fmt/format.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <boost/program_options.hpp>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "cli/cli_internal.h"
 #include "cli/help_text.h"  // generated from cli/help.txt
 #include "engine/corpus/corpus_runner.h"
 #include "engine/reports/explain.h"
 #include "engine/reports/report.h"
-#include "engine/reports/trace_report.h"
-#include "engine/run/analyze.h"
-#include "engine/run/partial.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
 
 namespace po = boost::program_options;
 using namespace ncclscan;
+using namespace ncclscan::cli;
 
 namespace {
-
-constexpr int kExitOk = 0, kExitFindings = 1, kExitError = 2;
-
-// Every --help prints cli/help.txt, the text the man page is generated from.
-int Help() {
-  std::cout << kHelpText;
-  return kExitOk;
-}
-
-// Messages name files found by walking directories: their names reach the
-// terminal escaped like any input text.
-void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << SanitizeForTerminal(msg) << "\n"; }
 
 // Text from rule files (titles, explanations, examples, ids in diagnostics)
 // as it may reach a terminal: line by line, each escaped as the reports
@@ -69,6 +50,21 @@ std::string SafeLines(std::string_view text) {
 // The errno of the first failed write of a report to standard output (0: none).
 int g_stdout_errno = 0;
 
+}  // namespace
+
+// Shared with the scan commands (cli/cli_internal.h).
+namespace ncclscan::cli {
+
+// Every --help prints cli/help.txt, the text the man page is generated from.
+int Help() {
+  std::cout << kHelpText;
+  return kExitOk;
+}
+
+// Messages name files found by walking directories: their names reach the
+// terminal escaped like any input text.
+void Error(const std::string& msg) { std::cerr << "ncclscan: error: " << SanitizeForTerminal(msg) << "\n"; }
+
 // Writes a report to standard output; a failure (a full disk, a closed pipe)
 // is remembered and turned into exit status 2 by CheckedExit.
 void WriteReport(const std::string& s) {
@@ -78,6 +74,47 @@ void WriteReport(const std::string& s) {
     g_stdout_errno = errno ? errno : EIO;
   }
 }
+
+// Columns to wrap the text report to: the terminal's width (COLUMNS when set,
+// else TIOCGWINSZ); 0 (no wrapping) when standard output is not a terminal.
+int TerminalWidth(int fd) {
+  if (!isatty(fd)) return 0;
+  if (const char* c = getenv("COLUMNS")) {
+    int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  struct winsize ws {};
+  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+bool UseColor(const std::string& mode, int fd) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* term = getenv("TERM");
+  // NO_COLOR counts when set and not empty (no-color.org).
+  const char* no_color = getenv("NO_COLOR");
+  return isatty(fd) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
+}
+
+// `examples`: check the built-in rules' examples too (rules --check, explain);
+// a scan or a corpus run skips them (they are checked whenever user rule
+// files are loaded, and by `rules --check` and the tests of this binary).
+std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::vector<std::string>& disable,
+                               bool examples) {
+  std::string errors;
+  int n = 0;
+  auto rules = LoadRules(dirs, &errors, &n, disable, examples);
+  if (!rules) {
+    std::cerr << SafeLines(errors);
+    Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
+  }
+  return rules;
+}
+
+}  // namespace ncclscan::cli
+
+namespace {
 
 // Whether standard output is a pipe whose reader has gone (`ncclscan ... | head`):
 // for a write that failed without leaving its errno behind (std::cout).
@@ -108,43 +145,6 @@ int CheckedExit(int rc) {
   std::cerr.flush();
   if (std::cerr.fail() || std::fflush(stderr) != 0 || std::ferror(stderr)) rc = kExitError;
   return rc;
-}
-
-// Columns to wrap the text report to: the terminal's width (COLUMNS when set,
-// else TIOCGWINSZ); 0 (no wrapping) when standard output is not a terminal.
-int TerminalWidth(int fd) {
-  if (!isatty(fd)) return 0;
-  if (const char* c = getenv("COLUMNS")) {
-    int n = std::atoi(c);
-    if (n > 0) return n;
-  }
-  struct winsize ws {};
-  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-  return 80;
-}
-
-bool UseColor(const std::string& mode, int fd) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char* term = getenv("TERM");
-  // NO_COLOR counts when set and not empty (no-color.org).
-  const char* no_color = getenv("NO_COLOR");
-  return isatty(fd) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
-}
-
-// `examples`: check the built-in rules' examples too (rules --check, explain);
-// a scan or a corpus run skips them (they are checked whenever user rule
-// files are loaded, and by `rules --check` and the tests of this binary).
-std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::vector<std::string>& disable = {},
-                               bool examples = true) {
-  std::string errors;
-  int n = 0;
-  auto rules = LoadRules(dirs, &errors, &n, disable, examples);
-  if (!rules) {
-    std::cerr << SafeLines(errors);
-    Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
-  }
-  return rules;
 }
 
 int CmdRules(const std::vector<std::string>& args) {
@@ -248,273 +248,6 @@ int CmdTest(const std::vector<std::string>& args) {
   std::cerr << err;
   if (r.errors) return kExitError;
   return r.failed ? kExitFindings : kExitOk;
-}
-
-// NCCLSCAN_PROGRESS_AFTER_MS: how long a scan runs before progress shows on
-// a terminal (default 1000; tests set it lower).
-int ProgressDelayMs() {
-  const char* v = getenv("NCCLSCAN_PROGRESS_AFTER_MS");
-  return v && *v ? std::max(0, atoi(v)) : 1000;
-}
-
-// Bytes (and the share of the inputs' size) read, throughput and time left,
-// redrawn on one stderr line four times a second while the scan runs, and
-// erased at the end. Nothing when `on` is false.
-class ProgressLine {
- public:
-  ProgressLine(bool on, int delay_ms, const std::atomic<uint64_t>* read, const std::atomic<uint64_t>* total)
-      : read_(read), total_(total) {
-    if (!on) return;
-    thread_ = std::thread([this, delay_ms] { Run(delay_ms); });
-  }
-  ~ProgressLine() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    if (shown_) std::cerr << "\r\x1b[K" << std::flush;
-  }
-
- private:
-  void Run(int delay_ms) {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    std::unique_lock<std::mutex> l(mu_);
-    if (!cv_.wait_for(l, std::chrono::milliseconds(delay_ms), [this] { return done_; })) {
-      do {
-        Draw(start);
-        // Until the inputs' size is known, look again soon.
-      } while (!cv_.wait_for(l, std::chrono::milliseconds(shown_ ? 250 : 10), [this] { return done_; }));
-    }
-    // Forced on (no delay): at least once, even for a scan shorter than a redraw.
-    if (delay_ms == 0 && !shown_) Draw(start);
-  }
-
-  // One redraw, once the inputs' size is known (Analyze sets it before reading).
-  void Draw(std::chrono::steady_clock::time_point start) {
-    const uint64_t t = total_->load(std::memory_order_relaxed);
-    if (t == kProgressTotalUnknown) return;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t r = read_->load(std::memory_order_relaxed);
-    const double rate = secs > 0 ? r / secs : 0;
-    std::string s = fmt::format("\rncclscan: {:.1f} MB read", r / 1e6);
-    if (t > 0 && r <= t) {
-      s += fmt::format(" of {:.1f} MB ({:.0f}%)", t / 1e6, 100.0 * r / t);
-    }
-    s += fmt::format(", {:.0f} MB/s", rate / 1e6);
-    if (t > 0 && r <= t && rate > 0) s += fmt::format(", about {:.0f} s left", (t - r) / rate);
-    std::cerr << s << "\x1b[K" << std::flush;
-    shown_ = true;
-  }
-
-  const std::atomic<uint64_t>* read_;
-  const std::atomic<uint64_t>* total_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool shown_ = false;
-};
-
-// scan: diagnose the inputs; partial: write their scan state to -o FILE;
-// merge: diagnose (or with -o, combine) partials.
-enum class ScanMode { kScan, kPartial, kMerge };
-
-// scan's, partial's and merge's command line, described in cli/help.txt
-// (printed by --help, and the man page).
-struct ScanFlags {
-  std::string output;  // -o: partial and merge only
-  int jobs = 0;
-  std::string format = "text", color = "auto", fail_on = "error";
-  std::vector<std::string> rule_dirs, paths, disable;
-  std::string job_id;
-  std::vector<std::string> globs;
-  po::variables_map vm;  // for the switches (--ranks, --quiet, --progress…)
-};
-
-// What --fail-on makes of the findings.
-struct FailPolicy {
-  Severity threshold = Severity::kError;
-  bool never = false;
-  // "unknown": errors, and any verdict that is not evidence of health either
-  // (nothing recognised, a run that did not finish, unreadable input): for CI gates.
-  bool unknown = false;
-};
-
-// Throws, as program_options does, on an unknown or malformed option.
-void ParseScanFlags(int argc, char** argv, ScanMode mode, ScanFlags* f) {
-  po::options_description desc;
-  if (mode != ScanMode::kScan) desc.add_options()("output,o", po::value(&f->output), "");
-  desc.add_options()("job-id", po::value(&f->job_id), "");
-  desc.add_options()("ranks", "");                         // text and markdown: the per-rank table
-  desc.add_options()("glob,g", po::value(&f->globs), "");  // ripgrep's -g: include/exclude files (repeatable)
-  desc.add_options()("hidden", "");                        // ripgrep's --hidden: walks read dot-files too
-  desc.add_options()("quiet,q", "");                       // grep's -q: no report, the exit status only
-  desc.add_options()("progress", "")("no-progress", "");   // default: on a terminal, past ~1 s
-  desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&f->jobs), "")(
-      "format,f", po::value(&f->format), "")("color", po::value(&f->color), "")("fail-on", po::value(&f->fail_on), "")(
-      "rules", po::value(&f->rule_dirs), "")("disable", po::value(&f->disable), "")("verbose,v", "");
-  po::options_description hidden;
-  hidden.add_options()("path", po::value(&f->paths));
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("path", -1);
-  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), f->vm);
-  po::notify(f->vm);
-}
-
-// The flags' values checked, each problem said on stderr; *fail from --fail-on.
-bool CheckScanFlags(const ScanFlags& f, ScanMode mode, FailPolicy* fail) {
-  if (f.format != "text" && f.format != "json" && f.format != "markdown" && f.format != "trace") {
-    Error("unknown --format '" + f.format + "' (use text, json, markdown or trace)");
-    return false;
-  }
-  if (f.color != "auto" && f.color != "always" && f.color != "never") {
-    Error("unknown --color '" + f.color + "' (use auto, always or never)");
-    return false;
-  }
-  fail->never = f.fail_on == "never";
-  fail->unknown = f.fail_on == "unknown";
-  if (!fail->never && !fail->unknown && !ParseSeverity(f.fail_on, &fail->threshold)) {
-    Error("unknown --fail-on '" + f.fail_on + "' (use info, warning, error, critical, unknown or never)");
-    return false;
-  }
-  if (f.jobs < 0) {
-    Error("--jobs must be 0 or more");
-    return false;
-  }
-  if (mode == ScanMode::kPartial && f.output.empty()) {
-    Error("partial needs -o FILE, the partial to write (see --help)");
-    return false;
-  }
-  if (mode == ScanMode::kMerge && f.paths.empty()) {
-    Error("merge needs the partial files to merge (see --help)");
-    return false;
-  }
-  if (mode != ScanMode::kMerge && f.paths.empty() && isatty(0)) {
-    // Like grep: reading a terminal would just wait; say what to do instead.
-    Error("no input: give log files or directories, or pipe logs on standard input (see --help)");
-    return false;
-  }
-  return true;
-}
-
-// `partial -o FILE`: the inputs' scan state written, no report.
-int WritePartial(const RuleSet& rules, const ScanFlags& f, const ScanOptions& opts) {
-  std::vector<std::string> errors;
-  size_t inputs = 0;
-  std::string err;
-  bool written = WritePartialScan(rules, f.paths, opts, f.output, &errors, &inputs, &err);
-  for (const auto& e : errors) Error(e);
-  if (!written) {
-    Error(err);
-    return kExitError;
-  }
-  // A share with no files is no error (an uneven split leaves some empty);
-  // one whose files could not be read is, as for a scan.
-  if (inputs == 0 && !errors.empty()) {
-    Error("no readable input");
-    return kExitError;
-  }
-  return kExitOk;
-}
-
-// The diagnosis: of the partials (merge) or of the inputs scanned here.
-bool AnalyzeInputs(const RuleSet& rules, const ScanFlags& f, ScanMode mode, ScanOptions* opts, Analysis* a) {
-  if (mode == ScanMode::kMerge) {
-    std::string err;
-    if (!MergePartials(rules, f.paths, a, &err)) {
-      Error(err);
-      return false;
-    }
-    return true;
-  }
-  // Progress on stderr: by default only when it is a terminal and the scan
-  // runs past about a second; never in the output streams.
-  const bool progress = !f.vm.count("no-progress") && (f.vm.count("progress") || isatty(2));
-  std::atomic<uint64_t> read{0}, total{kProgressTotalUnknown};
-  if (progress) {
-    opts->progress_bytes = &read;
-    opts->progress_total = &total;
-  }
-  ProgressLine line(progress, f.vm.count("progress") ? 0 : ProgressDelayMs(), &read, &total);
-  *a = Analyze(rules, f.paths, *opts);
-  return true;
-}
-
-void WriteScanReport(const Analysis& a, const ScanFlags& f) {
-  ReportOptions ro;
-  ro.ranks = f.vm.count("ranks") > 0;
-  if (f.vm.count("quiet")) {
-    // No report; errors still go to stderr and the exit status is the same.
-  } else if (f.format == "json") {
-    WriteReport(RenderJson(*a.state, a.diagnosis));
-  } else if (f.format == "markdown") {
-    WriteReport(RenderMarkdown(*a.state, a.diagnosis, ro));
-  } else if (f.format == "trace") {
-    WriteReport(RenderTrace(*a.state, a.diagnosis));
-  } else {
-    ro.color = UseColor(f.color, 1);
-    ro.verbose = f.vm.count("verbose") > 0;
-    ro.width = TerminalWidth(1);
-    WriteReport(RenderText(*a.state, a.diagnosis, ro));
-  }
-}
-
-int ScanExitStatus(const Analysis& a, const FailPolicy& fail) {
-  if (a.inputs == 0) {
-    Error("no readable input");
-    return kExitError;
-  }
-  if (fail.never) return kExitOk;
-  if (fail.unknown && IsUndecided(a.diagnosis.status)) return kExitFindings;
-  for (const auto& finding : a.diagnosis.findings) {
-    if (finding.severity >= fail.threshold) return kExitFindings;
-  }
-  return kExitOk;
-}
-
-int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan) {
-  ScanFlags f;
-  ParseScanFlags(argc, argv, mode, &f);
-  if (f.vm.count("help")) return Help();
-  if (f.vm.count("version")) {
-    std::cout << "ncclscan " << ToolVersion() << "\n";
-    return kExitOk;
-  }
-  FailPolicy fail;
-  if (!CheckScanFlags(f, mode, &fail)) return kExitError;
-  auto rules = Rules(f.rule_dirs, f.disable, /*examples=*/false);
-  if (!rules) return kExitError;
-  if (mode == ScanMode::kMerge && !f.output.empty()) {
-    std::string err;
-    if (!CombinePartials(*rules, f.paths, f.output, &err)) {
-      Error(err);
-      return kExitError;
-    }
-    return kExitOk;
-  }
-  ScanOptions opts;
-  opts.jobs = f.jobs;
-  opts.globs.set_hidden(f.vm.count("hidden") > 0);
-  for (const auto& g : f.globs) {
-    std::string err;
-    if (!opts.globs.Add(g, &err)) {
-      Error(err);
-      return kExitError;
-    }
-  }
-  if (mode == ScanMode::kPartial) return WritePartial(*rules, f, opts);
-  Analysis a;
-  if (!AnalyzeInputs(*rules, f, mode, &opts, &a)) return kExitError;
-  a.diagnosis.job_id = f.job_id;
-  for (const auto& e : a.errors) Error(e);
-  WriteScanReport(a, f);
-  return ScanExitStatus(a, fail);
 }
 
 }  // namespace

@@ -93,6 +93,13 @@ class RuleReader {
   void ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues);
   void ReadExamples(const YAML::Node& n, LineRule* r);
   void ReadRule(const YAML::Node& n);
+  // ReadRule's keys that hold more than a scalar (rule_reader_rule.cc).
+  void ReadFields(const YAML::Node& v, LineRule* r);
+  void ReadFactAssigns(const YAML::Node& v, LineRule* r);
+  void ReadIdentity(const YAML::Node& v, LineRule* r);
+  void ReadLookups(const YAML::Node& v, LineRule* r);
+  void ReadSubject(const YAML::Node& v, LineRule* r);
+  void ReadFallback(const YAML::Node& v, LineRule* r);
   void ReadDocument(const YAML::Node& root);
   void ReadCorrelation(const YAML::Node& n);
   void ReadCondition(const YAML::Node& w, Condition* cond);

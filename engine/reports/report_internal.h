@@ -1,6 +1,6 @@
 // Internal to engine/reports: the JSON writer and the helpers the report
-// files (report.cc: text, markdown, tables, rule list; report_json.cc: the
-// JSON diagnosis) share.
+// files (report.cc: text and markdown; report_tables.cc: the rank table and
+// the rule list; report_json.cc: the JSON diagnosis) share.
 //
 // Thread-safety: a Json belongs to one thread; the functions are pure.
 #ifndef NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
@@ -110,6 +110,9 @@ std::string HumanBytes(uint64_t b);
 std::string Bounded(std::string_view s);
 
 std::string WithCommas(uint64_t v);
+
+// Columns a line of (sanitized) text takes at a terminal: one per character.
+size_t Columns(std::string_view s);
 
 }  // namespace ncclscan
 
