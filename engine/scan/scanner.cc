@@ -226,6 +226,101 @@ void RememberRankLine(Chunk* c, int rank, std::string_view raw, uint32_t index) 
   slot.index = index;
 }
 
+// In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
+// line too (CR-only files). Only a line longer than that is looked at for CRs,
+// so ordinary lines pay nothing.
+constexpr ptrdiff_t kCrSplitMin = 4096;
+
+// The end of the line that starts at p: *le where its text ends, the return
+// value where the next line starts (end if none). *next_nl is the next '\n'
+// at or after p (end if none), found once and kept for the CR-split pieces of
+// one long line (a CR-only chunk has none: searching again per piece would be
+// quadratic).
+const char* CutLine(const char* p, const char* end, bool cr_lines, const char** next_nl, const char** le) {
+  if (*next_nl == nullptr || *next_nl < p) {
+    *next_nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    if (*next_nl == nullptr) *next_nl = end;
+  }
+  const char* nl = *next_nl < end ? *next_nl : nullptr;
+  *le = *next_nl;
+  // The last line of a file without '\n' may be a whole small CR-only file.
+  if (cr_lines || *le - p > kCrSplitMin || nl == nullptr) {
+    const char* cr = static_cast<const char*>(std::memchr(p, '\r', *le - p));
+    if (cr && cr + 1 < *le) nl = *le = cr;
+  }
+  return nl ? nl + 1 : end;
+}
+
+// Counts a parsed line (or glued piece), carries its rank context to the
+// continuation lines after it, and notes the process that printed it. True
+// when the line is an orphan: a continuation before any line of the chunk
+// that sets the context (the output stage gives it the previous chunk's).
+bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_t index, std::string_view* last_host,
+              int64_t* last_pid) {
+  if (piece == 0) {
+    if (pl.rank_hint >= 0) RememberRankLine(c, pl.rank_hint, raw, index);  // its own prefix, not inherited context
+    if (pl.binary) c->counters.binary_lines++;
+    if (pl.had_nul) c->counters.nul_lines++;
+    if (pl.bad_number) c->counters.bad_numbers++;
+    c->counters.family_lines[static_cast<int>(pl.family)]++;
+  } else {
+    c->counters.glued_lines++;
+  }
+  bool orphan = false;
+  CarryRank& carry = c->carry;
+  if (pl.severity != 0 || pl.family == Family::kNccl ||
+      (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
+    carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id, pl.rank_hint_is_label};
+    c->carry_set = true;
+  } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
+    carry.InheritTo(&pl);
+    orphan = !c->carry_set;
+  }
+  if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != *last_pid || !SameText(pl.host, *last_host))) {
+    *last_host = pl.host;
+    *last_pid = pl.pid;
+    // Interleaved dumps alternate between many processes: a set, not a scan.
+    if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second)
+      c->processes.push_back(ProcessNote{pl.host, pl.pid});
+  }
+  if (pl.LabelIsNotRank()) c->label_conflict = true;
+  return orphan;
+}
+
+// The rules' matches of one parsed line: folded into the current run when the
+// line's only match folds, else an event of their own.
+void MatchLine(const RuleSet& rules, bool fold, const ParsedLine& pl, uint32_t index, bool orphan, Folder* folder,
+               Chunk* c) {
+  uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
+  rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
+    c->matches.push_back(MatchEvent{rule, n, static_cast<uint32_t>(c->groups.size())});
+    c->groups.insert(c->groups.end(), g, g + n);
+  });
+  uint32_t mend = static_cast<uint32_t>(c->matches.size());
+  if (mend == mbegin) return;
+  if (fold && mend == mbegin + 1 && folder->Add(pl, index, c->matches[mbegin])) {
+    c->groups.resize(c->matches[mbegin].group_begin);
+    c->matches.resize(mbegin);
+    return;
+  }
+  folder->Flush();
+  c->events.push_back(LineEvent{pl, index, mbegin, mend});
+  c->events.back().orphan = orphan;
+}
+
+// One line per rank, its last, parsed again (a trial parse: one per rank, not
+// one copy per line of an interleaved log).
+void ParseRankLines(Chunk* c) {
+  std::sort(c->ranks_used.begin(), c->ranks_used.end());
+  for (int r : c->ranks_used) {
+    const Chunk::RankSlot& slot = c->rank_slots[r];
+    c->probe.ResetStream();
+    c->probe.ParseEach(slot.raw, &c->arena, [&](ParsedLine& pl, int piece) {
+      if (piece == 0 && pl.rank_hint == r) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
+    });
+  }
+}
+
 void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   const char* p = c->data.data();
   const char* end = p + c->size;
@@ -234,55 +329,29 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   int64_t last_pid = -1;
   // PyTorch messages span several physical lines (wrapped text, "Last error:",
   // what() copies); continuation lines have no header and inherit the rank of
-  // the last c10 line before them. Those before the chunk's first such line
-  // are marked orphans and get the previous chunk's context in the output stage,
-  // so results do not depend on where chunks end.
-  CarryRank& carry = c->carry;
+  // the last c10 line before them (NoteLine), so results do not depend on
+  // where chunks end.
   Folder folder(rules, c);
   // Context from earlier lines belongs to the file's stream: none here, the
   // serial stage brings the previous chunk's (see Chunk::leading).
   c->parser.ResetStream();
   bool leading = true;
-  // In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
-  // line too (CR-only files).
-  // Only a line longer than kCrSplitMin is looked at for CRs, so ordinary
-  // lines pay nothing; the '\n' found is kept for the CR-split pieces of one
-  // long line (a CR-only chunk has none, and searching again per piece would be
-  // quadratic).
-  constexpr ptrdiff_t kCrSplitMin = 4096;
-  const char* next_nl = nullptr;  // the next '\n' at or after p (end if none), once known
+  const char* next_nl = nullptr;
   while (p < end) {
-    if (next_nl == nullptr || next_nl < p) {
-      next_nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      if (next_nl == nullptr) next_nl = end;
-    }
-    const char* nl = next_nl < end ? next_nl : nullptr;
-    const char* le = next_nl;
-    // The last line of a file without '\n' may be a whole small CR-only file.
-    if (c->cr_lines || le - p > kCrSplitMin || nl == nullptr) {
-      const char* cr = static_cast<const char*>(std::memchr(p, '\r', le - p));
-      if (cr && cr + 1 < le) {
-        nl = cr;
-        le = cr;
-      }
-    }
-    std::string_view raw(p, le - p);
-    p = nl ? nl + 1 : end;
+    const char* le;
+    const char* start = p;
+    p = CutLine(p, end, c->cr_lines, &next_nl, &le);
+    std::string_view raw(start, le - start);
     c->counters.lines++;
     uint32_t consumed = 0;
     if (raw.size() >= kMinWrapWidth && p < end) {
-      // Peek at the next physical line (a lone CR ends it too, as above).
-      const char* nnl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      next_nl = nnl ? nnl : end;  // the next iteration's line end, found once
-      const char* nle = next_nl;
-      if (c->cr_lines || nle - p > kCrSplitMin || nnl == nullptr) {
-        const char* cr = static_cast<const char*>(std::memchr(p, '\r', nle - p));
-        if (cr && cr + 1 < nle) nnl = nle = cr;
-      }
+      // Peek at the next physical line; the next iteration reuses its '\n'.
+      const char* nle;
+      const char* after = CutLine(p, end, c->cr_lines, &next_nl, &nle);
       std::string_view joined;
       if (JoinsHardWrap(rules, c, raw, std::string_view(p, nle - p), &joined)) {
         raw = joined;
-        p = nnl ? nnl + 1 : end;
+        p = after;
         c->counters.lines++;
         c->counters.wrapped_joined++;
         consumed = 1;  // the continuation's line; evidence cites the first
@@ -297,64 +366,13 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         candidate = false;
         c->leading.pop_back();
       }
-      if (piece == 0) {
-        if (pl.rank_hint >= 0) {  // the line's own prefix, before any inherited context
-          RememberRankLine(c, pl.rank_hint, raw, index);
-        }
-        if (pl.binary) c->counters.binary_lines++;
-        if (pl.had_nul) c->counters.nul_lines++;
-        if (pl.bad_number) c->counters.bad_numbers++;
-        c->counters.family_lines[static_cast<int>(pl.family)]++;
-      } else {
-        c->counters.glued_lines++;
-      }
-      bool orphan = false;
-      if (pl.severity != 0 || pl.family == Family::kNccl ||
-          (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
-        carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id, pl.rank_hint_is_label};
-        c->carry_set = true;
-      } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
-        carry.InheritTo(&pl);
-        orphan = !c->carry_set;
-      }
-      if (!pl.host.empty() && pl.pid >= 0 && (pl.pid != last_pid || !SameText(pl.host, last_host))) {
-        last_host = pl.host;
-        last_pid = pl.pid;
-        // Interleaved dumps alternate between many processes: a set, not a scan.
-        if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second) {
-          c->processes.push_back(ProcessNote{pl.host, pl.pid});
-        }
-      }
-      if (pl.LabelIsNotRank()) c->label_conflict = true;
-      uint32_t mbegin = static_cast<uint32_t>(c->matches.size());
-      rules.Match(pl, &c->scratch, [&](int rule, const re2::StringPiece* g, int n) {
-        c->matches.push_back(MatchEvent{rule, n, static_cast<uint32_t>(c->groups.size())});
-        c->groups.insert(c->groups.end(), g, g + n);
-      });
-      uint32_t mend = static_cast<uint32_t>(c->matches.size());
-      if (mend == mbegin) return;
-      if (fold && mend == mbegin + 1 && folder.Add(pl, index, c->matches[mbegin])) {
-        c->groups.resize(c->matches[mbegin].group_begin);
-        c->matches.resize(mbegin);
-        return;
-      }
-      folder.Flush();
-      c->events.push_back(LineEvent{pl, index, mbegin, mend});
-      c->events.back().orphan = orphan;
+      const bool orphan = NoteLine(c, pl, piece, raw, index, &last_host, &last_pid);
+      MatchLine(rules, fold, pl, index, orphan, &folder, c);
     });
     if (!candidate) leading = false;
     index += 1 + consumed;
   }
-  // One line per rank, its last, parsed again (a trial parse: one per rank,
-  // not one copy per line of an interleaved log).
-  std::sort(c->ranks_used.begin(), c->ranks_used.end());
-  for (int r : c->ranks_used) {
-    const Chunk::RankSlot& slot = c->rank_slots[r];
-    c->probe.ResetStream();
-    c->probe.ParseEach(slot.raw, &c->arena, [&](ParsedLine& pl, int piece) {
-      if (piece == 0 && pl.rank_hint == r) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
-    });
-  }
+  ParseRankLines(c);
   c->all_leading = leading;
   c->end_list = c->parser.list_context();
   folder.Flush();

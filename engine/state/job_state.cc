@@ -134,8 +134,6 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   counters_.matched_lines++;
 
   const MatchVars var{r, groups, num_groups};
-  auto render = [&](const Template& t, std::string* buf) { return var.Render(t, buf); };
-
   int capture_rank = -1;
   if (r.subject_capture > 0 && r.subject_capture < num_groups && groups[r.subject_capture].data()) {
     std::string_view rv(groups[r.subject_capture].data(), groups[r.subject_capture].size());
@@ -145,160 +143,158 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
 
   const EvidenceRef ev = EvidenceRef::Of(file, line_no, line);
-  const Seen seen = ev.seen();
 
   std::string b1, b2;
-  if (r.has_identity) {
-    std::string_view comm = render(r.identity[kIdComm], &b1);
-    std::string comm_id(render(r.identity[kIdCommId], &b2));
-    if (!comm.empty()) {
-      if (comms_.file_ptr.size() <= static_cast<size_t>(si)) comms_.file_ptr.resize(si + 1);
-      auto& ptrs = comms_.file_ptr[si];
-      auto it = ptrs.find(comm);
-      const bool named = !comm_id.empty();
-      if (!named) {
-        comm_id = it != ptrs.end() ? it->second
-                                   : "ptr:" + subjects_.all[si].host + ":" + std::to_string(subjects_.all[si].pid) +
-                                         ":" + std::string(comm);
-      }
-      // Past the communicator cap a new pointer is not remembered either: its
-      // lines fall back to the pointer's own id, as when no Init line named it.
-      if (it == ptrs.end()) {
-        if (comms_.CanTrack(comm_id)) ptrs.emplace(std::string(comm), comm_id);
-      } else {
-        it->second = comm_id;
-      }
-      if (named && (it != ptrs.end() || comms_.CanTrack(comm_id))) {
-        if (comms_.ptr.size() <= static_cast<size_t>(si)) comms_.ptr.resize(si + 1);
-        comms_.ptr[si][std::string(comm)] = comm_id;
-      }
-    }
-    std::string rank_s(render(r.identity[kIdRank], &b1));
-    std::string nranks_s(render(r.identity[kIdNranks], &b1));
-    std::string event(render(r.identity[kIdEvent], &b1));
-    CommInfo* ci = comm_id.empty() ? nullptr : comms_.For(comm_id, &counters_.over_comm_cap);
-    if (!comm_id.empty()) {
-      std::string_view nv = nranks_s;
-      int64_t n;
-      if (ci && ConsumeInt(&nv, &n) && n < kMaxRanks) ci->nranks = static_cast<int>(n);
-      std::string_view rv = rank_s;
-      int64_t rk;
-      if (ConsumeInt(&rv, &rk) && rk < kMaxRanks) {
-        int rank = static_cast<int>(rk);
-        if (ci) {
-          comms_.rank_in[si][comm_id] = rank;
-          if (event == "Init START")
-            ci->ranks_started.insert(rank);
-          else if (event == "Init COMPLETE")
-            ci->ranks_completed.insert(rank);
-          else if (StartsWith(event, "Abort"))
-            ci->ranks_aborted.insert(rank);
-          ci->subjects.insert(si);
-        }
-        // Start/complete also become facts so correlations can use them.
-        int f_start = rules_->fact(Fact::kInitStart), f_done = rules_->fact(Fact::kInitComplete);
-        int f_abort = rules_->fact(Fact::kCommAbort), f_end = rules_->fact(Fact::kCleanEnd);
-        if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev);
-        if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev);
-        if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev);
-        if (event == "Destroy COMPLETE" && f_end >= 0) SetFact(si, f_end, {}, "Destroy COMPLETE", 1, ev);
-      }
-    }
-    // A line may describe another process (a launcher's rank table): host + pid.
-    int target = si;
-    std::string id_host(render(r.identity[kIdHost], &b1));
-    std::string_view id_pid = render(r.identity[kIdPid], &b2);
-    int64_t pid_v;
-    if (!id_host.empty() && ConsumeInt(&id_pid, &pid_v)) target = ProcessSubject(id_host, pid_v);
-    std::string_view addr = render(r.identity[kIdAddress], &b1);
-    if (!addr.empty() && !subjects_.all[target].host.empty()) {
-      identity_.address_owner[std::string(addr)] = subjects_.all[target].host;
-      if (identity_.address.size() <= static_cast<size_t>(target)) identity_.address.resize(target + 1);
-      if (identity_.address[target].empty()) identity_.address[target] = std::string(addr);
-    }
-    std::string_view gr = render(r.identity[kIdGlobalRank], &b1);
-    int64_t g;
-    if (!gr.empty() && ConsumeInt(&gr, &g) && g < kMaxRanks) {
-      auto it = identity_.global_rank.find(target);
-      if (it == identity_.global_rank.end()) {
-        identity_.global_rank[target] = static_cast<int>(g);
-      } else if (it->second != g) {
-        identity_.NoteConflict(subjects_.all[target].host + ":" + std::to_string(subjects_.all[target].pid) +
-                               " is named rank " + std::to_string(it->second) + " and rank " + std::to_string(g) +
-                               " (one process driving several GPUs?); using " + std::to_string(it->second));
-      }
-    }
-    // A weak hint at the process's global rank (e.g. "[Proxy Service 93]"): a
-    // vote like a [rankN] prefix; a communicator's own rank line still wins.
-    std::string_view rh = render(r.identity[kIdRankHint], &b1);
-    int64_t rhv;
-    if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks &&
-        subjects_.all[si].pid >= 0) {
-      subjects_.all[si].rank_hints[static_cast<int>(rhv)] += 1;
-    }
-    // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
-    std::string_view result = render(r.identity[kIdResult], &b1);
-    if (!result.empty() && static_cast<size_t>(si) < findings_.open_warn.size() && !findings_.open_warn[si].empty()) {
-      auto it = findings_.by_key.find(findings_.open_warn[si]);
-      if (it != findings_.by_key.end() && it->second.result.empty()) it->second.result = std::string(result);
-      findings_.open_warn[si].clear();
-    }
-  }
-
+  if (r.has_identity) ApplyIdentity(r, var, si, ev);
   std::vector<std::string> fields;
   for (const CompiledFact& cf : r.facts) {
-    std::string_view key = rules_->facts()[cf.fact].keyed ? render(cf.key, &b1) : std::string_view();
+    std::string_view key = rules_->facts()[cf.fact].keyed ? var.Render(cf.key, &b1) : std::string_view();
     fields.clear();
-    for (const Template& t : cf.fields) fields.emplace_back(render(t, &b2));
-    SetFact(si, cf.fact, key, render(cf.value, &b2), 1, ev, cf.fields.empty() ? nullptr : &fields);
+    for (const Template& t : cf.fields) fields.emplace_back(var.Render(t, &b2));
+    SetFact(si, cf.fact, key, var.Render(cf.value, &b2), 1, ev, cf.fields.empty() ? nullptr : &fields);
   }
 
-  if (r.spec.finding.present) {
-    std::string group;
-    for (const auto& g : r.group_by) {
-      if (!group.empty()) group += "\x1f";
-      var(g, &group);
+  if (r.spec.finding.present) AddToLineFinding(r, rule_idx, var, si, line, ev);
+}
+
+void JobState::ApplyIdentity(const CompiledRule& r, const MatchVars& var, int si, const EvidenceRef& ev) {
+  auto render = [&](const Template& t, std::string* buf) { return var.Render(t, buf); };
+  std::string b1, b2;
+  std::string_view comm = render(r.identity[kIdComm], &b1);
+  std::string comm_id(render(r.identity[kIdCommId], &b2));
+  if (!comm.empty()) {
+    if (comms_.file_ptr.size() <= static_cast<size_t>(si)) comms_.file_ptr.resize(si + 1);
+    auto& ptrs = comms_.file_ptr[si];
+    auto it = ptrs.find(comm);
+    const bool named = !comm_id.empty();
+    if (!named) {
+      comm_id = it != ptrs.end() ? it->second
+                                 : "ptr:" + subjects_.all[si].host + ":" + std::to_string(subjects_.all[si].pid) + ":" +
+                                       std::string(comm);
     }
-    std::string key = r.spec.id.value + "\x1e" + group;
-    auto it = findings_.by_key.find(key);
-    if (it == findings_.by_key.end()) {
-      LineFindingAcc acc;
-      acc.rule = rule_idx;
-      acc.group = group;
-      // Values quoted in the explanation are bounded (kMaxCaptureText, cut
-      // between characters); the group above keeps them whole.
-      auto bounded = [](std::string v) {
-        if (v.size() > kMaxCaptureText) v = std::string(CutUtf8(v, kMaxCaptureText - 3)) + "...";
-        return v;
-      };
-      for (size_t i = 1; i < r.capture_names.size(); ++i) {
-        if (r.capture_names[i].empty()) continue;
-        std::string v;
-        var(r.capture_names[i], &v);
-        acc.vars[r.capture_names[i]] = bounded(std::move(v));
+    // Past the communicator cap a new pointer is not remembered either: its
+    // lines fall back to the pointer's own id, as when no Init line named it.
+    if (it == ptrs.end()) {
+      if (comms_.CanTrack(comm_id)) ptrs.emplace(std::string(comm), comm_id);
+    } else {
+      it->second = comm_id;
+    }
+    if (named && (it != ptrs.end() || comms_.CanTrack(comm_id))) {
+      if (comms_.ptr.size() <= static_cast<size_t>(si)) comms_.ptr.resize(si + 1);
+      comms_.ptr[si][std::string(comm)] = comm_id;
+    }
+  }
+  std::string rank_s(render(r.identity[kIdRank], &b1));
+  std::string nranks_s(render(r.identity[kIdNranks], &b1));
+  std::string event(render(r.identity[kIdEvent], &b1));
+  CommInfo* ci = comm_id.empty() ? nullptr : comms_.For(comm_id, &counters_.over_comm_cap);
+  if (!comm_id.empty()) {
+    std::string_view nv = nranks_s;
+    int64_t n;
+    if (ci && ConsumeInt(&nv, &n) && n < kMaxRanks) ci->nranks = static_cast<int>(n);
+    std::string_view rv = rank_s;
+    int64_t rk;
+    if (ConsumeInt(&rv, &rk) && rk < kMaxRanks) {
+      int rank = static_cast<int>(rk);
+      if (ci) {
+        comms_.rank_in[si][comm_id] = rank;
+        if (event == "Init START")
+          ci->ranks_started.insert(rank);
+        else if (event == "Init COMPLETE")
+          ci->ranks_completed.insert(rank);
+        else if (StartsWith(event, "Abort"))
+          ci->ranks_aborted.insert(rank);
+        ci->subjects.insert(si);
       }
-      for (const auto& lk : r.lookups) {
-        std::string v;
-        var(lk.name, &v);
-        acc.vars[lk.name] = bounded(std::move(v));
-      }
-      acc.first = seen;
-      it = findings_.by_key.emplace(key, std::move(acc)).first;
+      // Start/complete also become facts so correlations can use them.
+      int f_start = rules_->fact(Fact::kInitStart), f_done = rules_->fact(Fact::kInitComplete);
+      int f_abort = rules_->fact(Fact::kCommAbort), f_end = rules_->fact(Fact::kCleanEnd);
+      if (event == "Init START" && f_start >= 0) SetFact(si, f_start, {}, comm_id, 1, ev);
+      if (event == "Init COMPLETE" && f_done >= 0) SetFact(si, f_done, {}, comm_id, 1, ev);
+      if (StartsWith(event, "Abort") && f_abort >= 0) SetFact(si, f_abort, {}, comm_id, 1, ev);
+      if (event == "Destroy COMPLETE" && f_end >= 0) SetFact(si, f_end, {}, "Destroy COMPLETE", 1, ev);
     }
-    LineFindingAcc& acc = it->second;
-    acc.count++;
-    acc.subjects.insert(si);
-    if (acc.evidence.size() < kMaxEvidencePerFinding) {
-      acc.evidence.emplace_back();
-      ev.CopyTo(&acc.evidence.back());
-      Cite(ev, &acc.evidence.back());
+  }
+  // A line may describe another process (a launcher's rank table): host + pid.
+  int target = si;
+  std::string id_host(render(r.identity[kIdHost], &b1));
+  std::string_view id_pid = render(r.identity[kIdPid], &b2);
+  int64_t pid_v;
+  if (!id_host.empty() && ConsumeInt(&id_pid, &pid_v)) target = ProcessSubject(id_host, pid_v);
+  std::string_view addr = render(r.identity[kIdAddress], &b1);
+  if (!addr.empty() && !subjects_.all[target].host.empty()) {
+    identity_.address_owner[std::string(addr)] = subjects_.all[target].host;
+    if (identity_.address.size() <= static_cast<size_t>(target)) identity_.address.resize(target + 1);
+    if (identity_.address[target].empty()) identity_.address[target] = std::string(addr);
+  }
+  std::string_view gr = render(r.identity[kIdGlobalRank], &b1);
+  int64_t g;
+  if (!gr.empty() && ConsumeInt(&gr, &g) && g < kMaxRanks) {
+    identity_.NameGlobalRank(target, static_cast<int>(g), subjects_.all[target]);
+  }
+  // A weak hint at the process's global rank (e.g. "[Proxy Service 93]"): a
+  // vote like a [rankN] prefix; a communicator's own rank line still wins.
+  std::string_view rh = render(r.identity[kIdRankHint], &b1);
+  int64_t rhv;
+  if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks && subjects_.all[si].pid >= 0) {
+    subjects_.all[si].rank_hints[static_cast<int>(rhv)] += 1;
+  }
+  // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
+  std::string_view result = render(r.identity[kIdResult], &b1);
+  if (!result.empty() && static_cast<size_t>(si) < findings_.open_warn.size() && !findings_.open_warn[si].empty()) {
+    auto it = findings_.by_key.find(findings_.open_warn[si]);
+    if (it != findings_.by_key.end() && it->second.result.empty()) it->second.result = std::string(result);
+    findings_.open_warn[si].clear();
+  }
+}
+
+void JobState::AddToLineFinding(const CompiledRule& r, int rule_idx, const MatchVars& var, int si,
+                                const ParsedLine& line, const EvidenceRef& ev) {
+  const Seen seen = ev.seen();
+  std::string group;
+  for (const auto& g : r.group_by) {
+    if (!group.empty()) group += "\x1f";
+    var(g, &group);
+  }
+  std::string key = r.spec.id.value + "\x1e" + group;
+  auto it = findings_.by_key.find(key);
+  if (it == findings_.by_key.end()) {
+    LineFindingAcc acc;
+    acc.rule = rule_idx;
+    acc.group = group;
+    // Values quoted in the explanation are bounded (kMaxCaptureText, cut
+    // between characters); the group above keeps them whole.
+    auto bounded = [](std::string v) {
+      if (v.size() > kMaxCaptureText) v = std::string(CutUtf8(v, kMaxCaptureText - 3)) + "...";
+      return v;
+    };
+    for (size_t i = 1; i < r.capture_names.size(); ++i) {
+      if (r.capture_names[i].empty()) continue;
+      std::string v;
+      var(r.capture_names[i], &v);
+      acc.vars[r.capture_names[i]] = bounded(std::move(v));
     }
-    if (SeenBefore(seen, acc.first)) acc.first = seen;
-    if (acc.count == 1 || SeenBefore(acc.last, seen)) acc.last = seen;
-    if (line.level == NcclLevel::kWarn) {
-      if (findings_.open_warn.size() <= static_cast<size_t>(si)) findings_.open_warn.resize(si + 1);
-      findings_.open_warn[si] = key;
+    for (const auto& lk : r.lookups) {
+      std::string v;
+      var(lk.name, &v);
+      acc.vars[lk.name] = bounded(std::move(v));
     }
+    acc.first = seen;
+    it = findings_.by_key.emplace(key, std::move(acc)).first;
+  }
+  LineFindingAcc& acc = it->second;
+  acc.count++;
+  acc.subjects.insert(si);
+  if (acc.evidence.size() < kMaxEvidencePerFinding) {
+    acc.evidence.emplace_back();
+    ev.CopyTo(&acc.evidence.back());
+    Cite(ev, &acc.evidence.back());
+  }
+  if (SeenBefore(seen, acc.first)) acc.first = seen;
+  if (acc.count == 1 || SeenBefore(acc.last, seen)) acc.last = seen;
+  if (line.level == NcclLevel::kWarn) {
+    if (findings_.open_warn.size() <= static_cast<size_t>(si)) findings_.open_warn.resize(si + 1);
+    findings_.open_warn[si] = key;
   }
 }
 

@@ -141,6 +141,11 @@ class JobState {
   int NewSubject(const SubjectKeyView& key, Subject s) {
     return subjects_.Add(key, std::move(s), rules_->facts().size(), &counters_.over_subject_cap);
   }
+  // Apply's parts: what a rule's identity templates say (communicators, ranks,
+  // addresses, the return-code chain of a WARN), and a line finding's update.
+  void ApplyIdentity(const CompiledRule& r, const MatchVars& var, int si, const EvidenceRef& ev);
+  void AddToLineFinding(const CompiledRule& r, int rule_idx, const MatchVars& var, int si, const ParsedLine& line,
+                        const EvidenceRef& ev);
   // `count` lines set this value (a folded run counts all its lines); ev is
   // the line that set it.
   // *fields (FactSpec::fields, rendered) are taken with the value.

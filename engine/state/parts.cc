@@ -489,6 +489,16 @@ void IdentityClues::NoteConflict(const std::string& msg) {
   if (std::find(conflicts.begin(), conflicts.end(), msg) == conflicts.end()) conflicts.push_back(msg);
 }
 
+void IdentityClues::NameGlobalRank(int subject, int rank, const Subject& s) {
+  auto it = global_rank.find(subject);
+  if (it == global_rank.end()) {
+    global_rank[subject] = rank;
+  } else if (it->second != rank) {
+    NoteConflict(s.host + ":" + std::to_string(s.pid) + " is named rank " + std::to_string(it->second) + " and rank " +
+                 std::to_string(rank) + " (one process driving several GPUs?); using " + std::to_string(it->second));
+  }
+}
+
 void IdentityClues::Encode(WireWriter* w) const {
   PutPairs(w, global_rank);
   PutPairs(w, address_owner);
@@ -513,14 +523,7 @@ void IdentityClues::Decode(WireReader* r, const Limits& l) {
 void IdentityClues::Absorb(IdentityClues&& later, const Remap& r, const std::vector<Subject>& subjects) {
   for (const auto& kv : later.global_rank) {
     const int j = r.Subject(kv.first);
-    auto it = global_rank.find(j);
-    if (it == global_rank.end()) {
-      global_rank[j] = kv.second;
-    } else if (it->second != kv.second) {
-      NoteConflict(subjects[j].host + ":" + std::to_string(subjects[j].pid) + " is named rank " +
-                   std::to_string(it->second) + " and rank " + std::to_string(kv.second) +
-                   " (one process driving several GPUs?); using " + std::to_string(it->second));
-    }
+    NameGlobalRank(j, kv.second, subjects[j]);
   }
   for (size_t i = 0; i < later.address.size(); ++i) {
     if (later.address[i].empty()) continue;

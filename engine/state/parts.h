@@ -324,6 +324,9 @@ struct IdentityClues {
 
   // Distinct messages only, at most kMaxIdentityConflicts.
   void NoteConflict(const std::string& msg);
+  // An explicit global rank for `subject` (the process `s`): the first one
+  // named stays, a different one later is a conflict.
+  void NameGlobalRank(int subject, int rank, const Subject& s);
   void Encode(WireWriter* w) const;
   void Decode(WireReader* r, const Limits& l);
   // Later assignments win, as they would line by line; the first bootstrap
