@@ -34,7 +34,7 @@ PLAN=(
   readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
-  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out test_walks_link_loops_once
+  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out unpinned_primary_fails test_walks_link_loops_once
   rule_text_is_escaped_for_the_terminal site_rule_changes_are_listed_in_every_format
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
@@ -507,6 +507,20 @@ expect out_has "^UPDATED $W/corpus/case1$"
 expect grep -q NCCL-CONN-CLOSED "$W/corpus/case1/expected.json"
 end
 
+# A case whose expectation names the primary's rule must also say whom it
+# names (ranks, "" for none, or hosts); `test --update` pins the ranks.
+W="$T/pin"
+mkdir -p "$W/corpus/case1"
+echo "$L" >"$W/corpus/case1/rank1.log"
+echo '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED"}}' >"$W/corpus/case1/expected.json"
+check unpinned_primary_fails 1 "$NS" test "$W/corpus" --color never
+expect out_has 'the expectation does not say whom it names: add "ranks"'
+also_run 0 "$NS" test --update "$W/corpus" --color never
+expect grep -q '"rule": "NCCL-CONN-CLOSED", "ranks": "1"' "$W/corpus/case1/expected.json"
+also_run 0 "$NS" test "$W/corpus" --color never
+expect out_has '^1 passed, 0 failed$'
+end
+
 # A directory with links back to itself is walked once, not k^8 times.
 mkdir -p "$T/loopc/x"
 for i in 1 2 3 4 5 6 7 8 9 10; do ln -s . "$T/loopc/x/l$i"; done
@@ -953,10 +967,13 @@ body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], st
 r = R(body); sig = r.S(); writer = r.S()
 for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
     finding = (S('K') + I(0) + S('') + U(0) + U(0)
-               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0)
+               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0) + I(-1)
                + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
-    state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1)
-             + U(0) * 4 + U(0) + U(0) * 6 + U(1) + finding + U(0) * 6 + U(0) * 17)
+    # The parts in turn (engine/state/parts.h): files (one, then skipped,
+    # origins, labels), subjects, communicators, identity clues, line findings
+    # (this one, no open WARN), dumps, counters.
+    state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1) + U(0) * 5
+             + U(0) * 2 + U(0) * 3 + U(0) * 5 + U(1) + finding + U(0) + U(0) + U(0) * 17)
     out = S(sig) + S(writer) + U(0) + U(1) + S('x.log') + S(state)
     z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
     open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + raw[len(MAGIC):len(MAGIC) + 1] + z)

@@ -191,6 +191,12 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
         diffs.push_back("primary: expected category " + ex.primary_category + ", got " +
                         CategoryName(primary->category));
       }
+      if (!ex.primary_has_ranks && !ex.primary_has_hosts) {
+        diffs.push_back(
+            "primary: the expectation does not say whom it names: add \"ranks\" (\"\" for none) or "
+            "\"hosts\" (got ranks " +
+            CompactRanks(primary->ranks) + ", hosts " + JoinList(primary->hosts) + ")");
+      }
       if (ex.primary_has_ranks && CompactRanks(primary->ranks) != ex.primary_ranks) {
         diffs.push_back("primary: expected ranks " + ex.primary_ranks + ", got " + CompactRanks(primary->ranks));
       }
@@ -278,7 +284,9 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
         fields += std::string(fields.empty() ? "" : ", ") + "\"category\": " + Quote(CategoryName(p.category));
       }
       out += "  \"primary\": {" + fields;
-      if (old.primary_has_ranks || (new_case && !p.ranks.empty()))
+      // Who is named is pinned (Compare requires ranks or hosts): the ranks,
+      // "" when it names none, unless the author pinned the hosts alone.
+      if (old.primary_has_ranks || new_case || !old.primary_has_hosts)
         out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
       if (old.primary_has_hosts || (new_case && !p.hosts.empty())) out += ", \"hosts\": " + QuotedList(p.hosts);
       out += "},\n";
