@@ -1,6 +1,7 @@
 // Internal to rules/: what the loader's files (rule_loader.cc: sources,
-// layers, pass 2's selection and disables, pass 3; rule_compile.cc: each rule
-// and correlation compiled) share.
+// layers, pass 2's selection and disables; rule_compile.cc: each rule and
+// correlation compiled; rule_check.cc: pass 3, the prefilter and the
+// examples) share.
 //
 // Thread-safety: as RuleLoader (one thread; OnTwoThreads fans out).
 #ifndef NCCLSCAN_RULES_RULE_LOADER_INTERNAL_H_

@@ -326,20 +326,23 @@ std::string HealthLine(const JobState& st) {
 
 }  // namespace
 
-std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
-  Style sty{opts.color};
-  const int width = opts.width;
-  // Every string from the input goes through this before it reaches the terminal.
-  auto safe = [](std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); };
+namespace {
+
+// Every string from the input goes through this before it reaches the terminal.
+std::string Safe(std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); }
+
+// The text report's head: the status and headline, what was read, and the
+// notes on what could not be (unparsed lines, unreadable files, limits).
+std::string TextHead(const JobState& st, const Diagnosis& d, const Style& sty, int width) {
   std::string out;
   const std::string status = StatusHeadline(d.status);
   static const std::map<std::string, const char*> kStatusColor = {
       {"FAIL", "31;1"}, {"CRASHED", "31;1"}, {"HUNG", "31;1"},    {"INCOMPLETE", "35;1"},
       {"WARN", "33;1"}, {"UNKNOWN", "35;1"}, {"PARTIAL", "35;1"}, {"OK", "32;1"}};
   out += fmt::format("{} {}\n", sty.Wrap(kStatusColor.at(status), status),
-                     sty.Wrap("1", WrapColumns(safe(d.headline), status.size() + 1, 2, width)));
-  out += sty.Wrap("2", WrapColumns(safe(InputLine(st)), 0, 2, width)) + "\n";
-  if (d.status == Status::kOk) out += sty.Wrap("32", WrapColumns(safe(HealthLine(st)), 0, 2, width)) + "\n";
+                     sty.Wrap("1", WrapColumns(Safe(d.headline), status.size() + 1, 2, width)));
+  out += sty.Wrap("2", WrapColumns(Safe(InputLine(st)), 0, 2, width)) + "\n";
+  if (d.status == Status::kOk) out += sty.Wrap("32", WrapColumns(Safe(HealthLine(st)), 0, 2, width)) + "\n";
   const Counters& c = st.counters();
   if (c.binary_lines || c.overlong_lines || c.nul_lines) {
     out += sty.Wrap("2", WrapColumns(fmt::format("unparsed: {} binary line(s), {} line(s) with NUL bytes, {} line(s) "
@@ -357,19 +360,95 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
   }
   for (const auto& f : st.files()) {
     if (f.error.empty()) continue;
-    out += sty.Wrap("31", WrapColumns(safe("unreadable: " + f.path + ": " + f.error), 0, 2, width)) + "\n";
+    out += sty.Wrap("31", WrapColumns(Safe("unreadable: " + f.path + ": " + f.error), 0, 2, width)) + "\n";
   }
   for (const auto& ic : st.identity_conflicts()) {
-    out += sty.Wrap("33", WrapColumns(safe("identity: " + ic), 0, 2, width)) + "\n";
+    out += sty.Wrap("33", WrapColumns(Safe("identity: " + ic), 0, 2, width)) + "\n";
   }
   for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
   for (const auto& e : d.internal_errors) {
-    out += sty.Wrap("31", WrapColumns(safe(InternalErrorNote(e)), 0, 2, width)) + "\n";
+    out += sty.Wrap("31", WrapColumns(Safe(InternalErrorNote(e)), 0, 2, width)) + "\n";
   }
   if (std::string sk = st.skipped().Summary(); !sk.empty())
-    out += sty.Wrap("2", WrapColumns(safe(sk), 0, 2, width)) + "\n";
+    out += sty.Wrap("2", WrapColumns(Safe(sk), 0, 2, width)) + "\n";
   if (std::string rc = RuleChangesLine(st.rules()); !rc.empty())
-    out += sty.Wrap("33", WrapColumns(safe(rc), 0, 2, width)) + "\n";
+    out += sty.Wrap("33", WrapColumns(Safe(rc), 0, 2, width)) + "\n";
+  return out;
+}
+
+// Finding number n: title, where, explanation, up to three evidence lines,
+// the fix and known issues.
+std::string TextFinding(const JobState& st, const Finding& f, int n, const Style& sty, int width) {
+  std::string out;
+  {
+    std::string num = fmt::format("[{}]", n);
+    std::string meta = fmt::format("{} · {} · confidence {:.2f}", Safe(f.rule_id), RoleName(f.role), f.confidence);
+    const size_t title_col = num.size() + 10;  // "[n] SEVERITY "
+    std::string title = WrapColumns(Safe(f.title), title_col, 4, width);
+    bool meta_fits = width <= 0 || EndColumn(title, title_col) + 2 + Columns(meta) <= static_cast<size_t>(width);
+    out += fmt::format("{} {} {}{}{}\n", sty.Wrap("1", num), sty.Sev(f.severity), sty.Wrap("1", title),
+                       meta_fits ? "  " : "\n    ", sty.Wrap("2", meta_fits ? meta : WrapColumns(meta, 4, 6, width)));
+  }
+  std::string where = Where(f);
+  if (!where.empty()) out += "    " + sty.Wrap("36", WrapColumns(Safe(where), 4, 6, width)) + "\n";
+  if (!f.explained_by.empty()) {
+    std::string e;
+    for (const auto& x : f.explained_by) e += (e.empty() ? "" : ", ") + x;
+    out += "    " + sty.Wrap("2", WrapColumns(Safe("consequence of " + e), 4, 6, width)) + "\n";
+  }
+  out += "    " + WrapColumns(Safe(f.explanation), 4, 4, width) + "\n";
+  if (!f.result.empty()) {
+    out += "    " + sty.Wrap("2", "NCCL returned: ") + WrapColumns(Safe(f.result), 19, 6, width) + "\n";
+  }
+  size_t shown = 0;
+  for (const auto& e : f.evidence) {
+    if (shown == 3) break;
+    ++shown;
+    std::string loc = WrapColumns(
+        SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e)), 6, 8, width);
+    std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
+    out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
+  }
+  if (!f.kind && f.count > static_cast<int64_t>(shown)) {
+    out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all, {} shown)", WithCommas(f.count), shown)) +
+           "\n";
+  } else if (f.evidence.size() > shown) {
+    out += "      " +
+           sty.Wrap("2", fmt::format("({} more evidence line{}: --format json or markdown)", f.evidence.size() - shown,
+                                     f.evidence.size() - shown == 1 ? "" : "s")) +
+           "\n";
+  }
+  if (!f.remediation.empty()) {
+    out += "    " + sty.Wrap("32", "fix: ") + WrapColumns(Safe(f.remediation), 9, 6, width) + "\n";
+  }
+  for (const KnownIssueNote& k : f.known_issues) {
+    out += "    " + sty.Wrap("35", "known issue: ") +
+           WrapColumns(Safe(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)), 17, 6, width) + "\n";
+  }
+  return out;
+}
+
+// The info findings not shown in full, one line each, under "context:".
+std::string TextContext(const std::vector<const Finding*>& infos, const Style& sty, int width) {
+  std::string out = "\n" + sty.Wrap("2", "context:") + "\n";
+  size_t listed = 0;
+  for (const Finding* f : infos) {
+    if (listed++ == kMaxReportFindings) {
+      out += "  " + sty.Wrap("2", fmt::format("- and {} more", infos.size() - kMaxReportFindings)) + "\n";
+      break;
+    }
+    std::string line = "- " + f->title + " [" + f->rule_id + "]" + (Where(*f).empty() ? "" : " (" + Where(*f) + ")");
+    out += "  " + sty.Wrap("2", WrapColumns(Safe(line), 2, 4, width)) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
+  Style sty{opts.color};
+  const int width = opts.width;
+  std::string out = TextHead(st, d, sty, width);
 
   int n = 0;
   size_t omitted = 0;
@@ -385,51 +464,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
     }
     ++n;
     out += "\n";
-    {
-      std::string num = fmt::format("[{}]", n);
-      std::string meta = fmt::format("{} · {} · confidence {:.2f}", safe(f.rule_id), RoleName(f.role), f.confidence);
-      const size_t title_col = num.size() + 10;  // "[n] SEVERITY "
-      std::string title = WrapColumns(safe(f.title), title_col, 4, width);
-      bool meta_fits = width <= 0 || EndColumn(title, title_col) + 2 + Columns(meta) <= static_cast<size_t>(width);
-      out += fmt::format("{} {} {}{}{}\n", sty.Wrap("1", num), sty.Sev(f.severity), sty.Wrap("1", title),
-                         meta_fits ? "  " : "\n    ", sty.Wrap("2", meta_fits ? meta : WrapColumns(meta, 4, 6, width)));
-    }
-    std::string where = Where(f);
-    if (!where.empty()) out += "    " + sty.Wrap("36", WrapColumns(safe(where), 4, 6, width)) + "\n";
-    if (!f.explained_by.empty()) {
-      std::string e;
-      for (const auto& x : f.explained_by) e += (e.empty() ? "" : ", ") + x;
-      out += "    " + sty.Wrap("2", WrapColumns(safe("consequence of " + e), 4, 6, width)) + "\n";
-    }
-    out += "    " + WrapColumns(safe(f.explanation), 4, 4, width) + "\n";
-    if (!f.result.empty()) {
-      out += "    " + sty.Wrap("2", "NCCL returned: ") + WrapColumns(safe(f.result), 19, 6, width) + "\n";
-    }
-    size_t shown = 0;
-    for (const auto& e : f.evidence) {
-      if (shown == 3) break;
-      ++shown;
-      std::string loc = WrapColumns(
-          SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e)), 6, 8, width);
-      std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
-      out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
-    }
-    if (!f.kind && f.count > static_cast<int64_t>(shown)) {
-      out += "      " + sty.Wrap("2", fmt::format("({} matching lines in all, {} shown)", WithCommas(f.count), shown)) +
-             "\n";
-    } else if (f.evidence.size() > shown) {
-      out += "      " +
-             sty.Wrap("2", fmt::format("({} more evidence line{}: --format json or markdown)",
-                                       f.evidence.size() - shown, f.evidence.size() - shown == 1 ? "" : "s")) +
-             "\n";
-    }
-    if (!f.remediation.empty()) {
-      out += "    " + sty.Wrap("32", "fix: ") + WrapColumns(safe(f.remediation), 9, 6, width) + "\n";
-    }
-    for (const KnownIssueNote& k : f.known_issues) {
-      out += "    " + sty.Wrap("35", "known issue: ") +
-             WrapColumns(safe(KnownIssueLine(k).substr(sizeof("known issue: ") - 1)), 17, 6, width) + "\n";
-    }
+    out += TextFinding(st, f, n, sty, width);
   }
   if (omitted) {
     out += "\n" +
@@ -437,18 +472,7 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
                                      omitted == 1 ? "" : "s", kMaxJsonFindings)) +
            "\n";
   }
-  if (!infos.empty()) {
-    out += "\n" + sty.Wrap("2", "context:") + "\n";
-    size_t listed = 0;
-    for (const Finding* f : infos) {
-      if (listed++ == kMaxReportFindings) {
-        out += "  " + sty.Wrap("2", fmt::format("- and {} more", infos.size() - kMaxReportFindings)) + "\n";
-        break;
-      }
-      std::string line = "- " + f->title + " [" + f->rule_id + "]" + (Where(*f).empty() ? "" : " (" + Where(*f) + ")");
-      out += "  " + sty.Wrap("2", WrapColumns(safe(line), 2, 4, width)) + "\n";
-    }
-  }
+  if (!infos.empty()) out += TextContext(infos, sty, width);
   if (d.findings.empty()) out += "\nno findings.\n";
   if (opts.ranks) out += "\n" + sty.Wrap("1", "ranks:") + "\n" + RenderRankTable(st, false);
   return out;

@@ -48,10 +48,9 @@ void JsonHeader(Json* j, const JobState& st, const Diagnosis& d) {
     j->String(d.job_id);
 }
 
-void JsonInput(Json* j, const JobState& st) {
+// input's files, sizes, line counts by family and by fate, and the caps met.
+void JsonInputCounts(Json* j, const JobState& st) {
   const Counters& c = st.counters();
-  j->Key("input");
-  j->BeginObject();
   j->Key("files");
   j->BeginArray();
   int unreadable = 0;
@@ -113,7 +112,10 @@ void JsonInput(Json* j, const JobState& st) {
     j->EndObject();
   }
   j->EndObject();
+}
 
+// input's job: ranks, hosts, communicators, library versions.
+void JsonInputJob(Json* j, const JobState& st) {
   std::vector<int> live = st.LiveSubjects();
   std::vector<int> ranks;
   for (int s : live) {
@@ -163,6 +165,13 @@ void JsonInput(Json* j, const JobState& st) {
     j->EndArray();
   }
   j->EndObject();
+}
+
+void JsonInput(Json* j, const JobState& st) {
+  j->Key("input");
+  j->BeginObject();
+  JsonInputCounts(j, st);
+  JsonInputJob(j, st);
   j->Key("identity_conflicts");
   j->BeginArray();
   for (const auto& s : st.identity_conflicts()) j->String(s);
