@@ -48,6 +48,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kStoppedCollectives, "stopped_collectives"},
       {CollectiveCheck::kLoneSubmitter, "lone_submitter"},
       {CollectiveCheck::kRankZeroAlone, "rank_zero_alone"},
+      {CollectiveCheck::kNoProgress, "no_progress"},
   };
   return kRows;
 }
@@ -104,10 +105,10 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
        "collective",
        {"check"},
        {"check"},
-       // engine/models/consensus.h: what each check fills in; the last seven, the
-       // run's story (checks stopped, stopped_collectives).
-       {"group", "seq", "op", "value", "majority", "fields", "reporters", "missing", "nranks", "source", "processes",
-        "stage", "next", "behind", "causes", "test", "first"}},
+       // engine/models/consensus.h: what each check fills in; from `processes`
+       // on, the run's story (checks stopped, stopped_collectives, no_progress).
+       {"group",     "seq",   "op",   "value",  "majority", "fields", "reporters", "missing", "nranks", "source",
+        "processes", "stage", "next", "behind", "causes",   "test",   "first",     "reached", "lines",  "init"}},
   };
   return kKinds;
 }

@@ -68,6 +68,7 @@ enum class CollectiveCheck : int {
   kStoppedCollectives,
   kLoneSubmitter,
   kRankZeroAlone,
+  kNoProgress,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

@@ -95,7 +95,29 @@ INSTANTIATE_TEST_SUITE_P(
     Table, Verdict,
     ::testing::Values(
         // Every rank initialised and nothing wrong: healthy, no primary.
-        Row{"healthy", {InitLines(0, 2, true), InitLines(1, 2, true)}, "ok", "", ""},
+        // Every rank completed init and tore its communicator down: evidence of health.
+        Row{"healthy", {InitLines(0, 2, true) + Destroy(0), InitLines(1, 2, true) + Destroy(1)}, "ok", "", ""},
+        // Init completed everywhere and the logs stop: the run's end is not in them
+        // (DESIGN §10: healthy needs positive evidence).
+        Row{"init_then_nothing",
+            {InitLines(0, 2, true), InitLines(1, 2, true)},
+            "incomplete",
+            "RUN-STOPPED-IN-COLLECTIVES",
+            ""},
+        // PyTorch's own words, none of which shows a stage, an error or an end.
+        Row{"no_progress_shown",
+            {"[rank0]:[W101 00:00:01.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 "
+             "to perform barrier as devices used by this process are currently unknown.\n"},
+            "incomplete",
+            "RUN-NO-PROGRESS-SHOWN",
+            ""},
+        // Open MPI's launcher names the rank a signal killed: the culprit.
+        Row{"mpirun_signal",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) +
+             "mpirun noticed that process rank 1 with PID 101 on node node-a exited on signal 9 (Killed).\n"},
+            "crashed",
+            "MPI-PROCESS-SIGNALED",
+            "1"},
         // One rank of two completed init and nothing else is known: no evidence of health.
         Row{"half_initialised", {InitLines(0, 2, true)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
         // Every log stops inside init with no error: the run did not finish.
@@ -161,7 +183,8 @@ INSTANTIATE_TEST_SUITE_P(
         // run: NCCL's INFO at every teardown, context only.
         Row{"service_thread_closed_at_teardown",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
-             "node-a:100:120 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n"},
+             "node-a:100:120 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n" + Destroy(0) +
+             Destroy(1)},
             "ok",
             "",
             ""},

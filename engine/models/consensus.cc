@@ -378,6 +378,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kRankZeroAlone:
           x.RankZeroAlone(c);
           break;
+        case CollectiveCheck::kNoProgress:
+          x.NoProgress(c);
+          break;
         case CollectiveCheck::kCount:
           break;  // refused by the loader
       }

@@ -84,8 +84,12 @@ struct Checks {
   void Straggler(const CompiledCorrelation& c) const;
   // The run's story (engine/models/story.cc): every process stopped inside NCCL init.
   void Stopped(const CompiledCorrelation& c) const;
-  // Every process got to its collectives and none shows the end of its run.
+  // Every process got through init (to its collectives, or to Init COMPLETE)
+  // and none shows the end of its run.
   void StoppedInCollectives(const CompiledCorrelation& c) const;
+  // The logs were recognised, yet no process shows any stage of its run, an
+  // error or its end: nothing says whether it worked.
+  void NoProgress(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;

@@ -148,6 +148,38 @@ const char* TestAt(Stage s) {
   return "?";
 }
 
+namespace {
+
+// The live subjects inside a communicator's init: one whose init completed on
+// no rank (a second communicator after a first one completed, say), or on
+// fewer ranks than it has. Its members are inside init, as far as the logs
+// show, whatever their earlier communicators reached.
+std::set<int> InOpenInit(const JobState& state) {
+  std::set<int> in_open_init;
+  for (const auto& kv : state.comms()) {
+    const CommInfo& ci = kv.second;
+    const bool open = (!ci.ranks_started.empty() && ci.ranks_completed.empty()) ||
+                      (ci.nranks > 0 && static_cast<int>(ci.ranks_completed.size()) < ci.nranks);
+    if (open && ci.ranks_aborted.empty()) {
+      for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
+    }
+  }
+  return in_open_init;
+}
+
+// nccl-tests print their results table right after init: with the banner and
+// no result, a process past Init COMPLETE is still in its first collective.
+void NcclTestsShown(const JobState& state, bool* nccltests, bool* results) {
+  const int banner = state.rules().fact(Fact::kNccltestsRank);
+  const int result = state.rules().fact(Fact::kNccltestsResult);
+  for (int s : state.LiveSubjects()) {
+    *nccltests |= banner >= 0 && state.subjects()[s].Has(banner);
+    *results |= result >= 0 && state.subjects()[s].Has(result);
+  }
+}
+
+}  // namespace
+
 StoryFacts ResolveStoryFacts(const RuleSet& rules) {
   StoryFacts out;
   for (const StageFacts& sf : kStageFacts) {
@@ -185,29 +217,9 @@ StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s) {
 // stopped at an earlier stage than most others is named in the text.
 void Checks::Stopped(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
-  // A communicator whose init completed on no rank (a second communicator
-  // after a first one completed, say), or on fewer ranks than it has: its
-  // members are inside init, as far as the logs show, whatever their earlier
-  // communicators reached.
-  std::set<int> in_open_init;
-  for (const auto& kv : state.comms()) {
-    const CommInfo& ci = kv.second;
-    // Open: started and completed nowhere, or completed on fewer ranks than it has.
-    const bool open = (!ci.ranks_started.empty() && ci.ranks_completed.empty()) ||
-                      (ci.nranks > 0 && static_cast<int>(ci.ranks_completed.size()) < ci.nranks);
-    if (open && ci.ranks_aborted.empty()) {
-      for (int s : ci.subjects) in_open_init.insert(state.LiveSubject(s));
-    }
-  }
-  // nccl-tests print their results table right after init: with the banner and
-  // no result, a process past Init COMPLETE is still in its first collective.
-  const int banner = state.rules().fact(Fact::kNccltestsRank);
-  const int result = state.rules().fact(Fact::kNccltestsResult);
+  const std::set<int> in_open_init = InOpenInit(state);
   bool nccltests = false, results = false;
-  for (int s : state.LiveSubjects()) {
-    nccltests |= banner >= 0 && state.subjects()[s].Has(banner);
-    results |= result >= 0 && state.subjects()[s].Has(result);
-  }
+  NcclTestsShown(state, &nccltests, &results);
   if (results) return;
   const StoryFacts facts = ResolveStoryFacts(state.rules());
   std::vector<std::pair<int, StoryPoint>> stories;
@@ -267,8 +279,11 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
   const int result = rules.fact(Fact::kNccltestsResult);
   const int opcount = rules.fact(Fact::kLastOpcount), p2p = rules.fact(Fact::kP2pLast);
   const StoryFacts facts = ResolveStoryFacts(rules);
+  const std::set<int> in_open_init = InOpenInit(state);
+  bool nccltests = false, any_results = false;
+  NcclTestsShown(state, &nccltests, &any_results);
   int processes = 0;
-  bool first_only = true;
+  bool first_only = true, collectives = false;
   std::vector<Evidence> ev;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
@@ -276,7 +291,13 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
     const StoryPoint p = StoryOf(state, facts, s);
     if (p.abnormal) return;
     const bool results = result >= 0 && sub.Has(result);
-    if (p.stage != Stage::kCollectives && !results) continue;
+    // Past Init COMPLETE with no collective traced (most runs trace none):
+    // in its collectives or done, the logs cannot say which. Not a process
+    // still inside another communicator's init, nor nccl-tests before its
+    // first result (both are RUN-STOPPED-IN-INIT's).
+    const bool after_init = p.stage == Stage::kInitComplete && !in_open_init.count(s) && !nccltests;
+    if (p.stage != Stage::kCollectives && !results && !after_init) continue;
+    collectives |= p.stage == Stage::kCollectives || results;
     ++processes;
     if (p.last && ev.size() < kMaxEvidencePerFinding) ev.push_back(*p.last);
     // The opCounts it issued (COLL trace): any beyond the first?
@@ -292,12 +313,69 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
     if (!traced || results) first_only = false;
   }
   if (processes == 0) return;
+  // No collective in the logs at all: the run stopped after init or in its
+  // first collectives, as far as they show.
+  if (!collectives) first_only = true;
+  std::string first;
+  if (!collectives) {
+    first =
+        " No collective shows after init (only a COLL trace, NCCL_DEBUG_SUBSYS=COLL, or a watchdog timeout "
+        "names them).";
+  } else if (first_only) {
+    first = " Every process's last collective is its first (opCount 0): the run stopped in its first collective.";
+  }
   Vars vars{{"processes", std::to_string(processes)},
-            {"first", first_only ? " Every process's last collective is its first (opCount 0): the run stopped in its "
-                                   "first collective."
-                                 : ""},
+            {"reached", collectives ? "reach NCCL collectives" : "complete NCCL communicator init"},
+            {"first", first},
             {"causes", CausesAt(first_only ? Stage::kInitComplete : Stage::kCollectives)},
             {"test", TestAt(first_only ? Stage::kInitComplete : Stage::kCollectives)}};
+  Emit(c, {}, {}, vars, "run", ev);
+}
+
+// no_progress: lines were recognised (PyTorch, NCCL, a launcher), yet no
+// process shows a stage of its run, an error of its own, a timeout or its
+// end: a log of warnings and launcher lines says nothing about whether the
+// run worked, so the verdict is "incomplete", never "ok" (DESIGN §10:
+// healthy needs evidence).
+void Checks::NoProgress(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  const RuleSet& rules = state.rules();
+  const StoryFacts facts = ResolveStoryFacts(rules);
+  std::vector<int> ends;
+  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kNccltestsResult, Fact::kNccltestsRank}) {
+    if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
+  }
+  const int last_line = rules.fact(Fact::kLastLine);
+  int processes = 0;
+  std::vector<Evidence> ev;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    for (int f : ends) {
+      if (sub.Has(f)) return;
+    }
+    const StoryPoint p = StoryOf(state, facts, s);
+    if (p.abnormal || p.stage != Stage::kNone) return;
+    processes += sub.rank >= 0 || sub.pid >= 0;
+    // What each rank printed last, where the scan knows it.
+    const FactValue* last = last_line >= 0 ? sub.Get(last_line) : nullptr;
+    if (last && ev.size() < kMaxEvidencePerFinding) ev.push_back(last->evidence);
+  }
+  const Counters& counters = state.counters();
+  if (counters.recognised_lines() == 0) return;  // nothing recognised: "unknown", said elsewhere
+  // What was read, by family ("3 PyTorch and 12 NCCL lines").
+  std::vector<std::string> read;
+  const std::pair<Family, const char*> kNames[] = {
+      {Family::kNccl, "NCCL"}, {Family::kTorch, "PyTorch"}, {Family::kElastic, "launcher"}};
+  for (const auto& [family, name] : kNames) {
+    const uint64_t n = counters.family_lines[static_cast<int>(family)];
+    if (n > 0) read.push_back(fmt::format("{} {}", n, name));
+  }
+  const bool nccl = counters.family_lines[static_cast<int>(Family::kNccl)] > 0;
+  Vars vars{{"processes", std::to_string(processes)},
+            {"lines", Join(read) + " line(s)"},
+            {"init", nccl ? "no NCCL line that marks a stage of communicator init (Init START or COMPLETE, the "
+                            "transports, the channels)"
+                          : "no NCCL communicator init (NCCL_DEBUG=INFO prints it)"}};
   Emit(c, {}, {}, vars, "run", ev);
 }
 
