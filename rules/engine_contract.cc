@@ -89,6 +89,8 @@ const std::vector<EngineFact>& EngineFacts() {
        "the stall inspector's lone-submitter check (consensus_text.cc)"},
       {Fact::kLastLine, "last_line", MergeMode::kLast, false, KeyKind::kName,
        "the scanner (every line under a rank's own prefix) and the rank-zero-alone check"},
+      {Fact::kStoreWait, "store_wait", MergeMode::kFirst, false, KeyKind::kName,
+       "the rank-0 check's waiting ranks (a store key only rank 0 writes)"},
   };
   return kFacts;
 }

@@ -67,6 +67,7 @@ enum class Fact : int {
   kCleanEnd,
   kStallMissing,
   kLastLine,
+  kStoreWait,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

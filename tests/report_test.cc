@@ -417,6 +417,9 @@ std::string RankLog(int rank) {
        " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init START\n";
   s += p + "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
        " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE\n";
+  // The run's end: without it the verdict is "incomplete" (healthy needs evidence).
+  s += p + "comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) + " nranks 4 cudaDev " +
+       std::to_string(rank % 2) + " busId 1b000 - Destroy COMPLETE\n";
   return s;
 }
 

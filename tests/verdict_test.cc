@@ -111,6 +111,14 @@ INSTANTIATE_TEST_SUITE_P(
             "incomplete",
             "RUN-NO-PROGRESS-SHOWN",
             ""},
+        // Rank 1 timed out fetching the ncclUniqueId only rank 0 writes, and rank 0
+        // left no trace: waiting for rank 0 is not a failure of rank 1's own.
+        Row{"store_wait_for_rank0",
+            {"[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by "
+             "key '0', but store->get('0') got error: Socket Timeout\n"},
+            "hung",
+            "CONSENSUS-RANK0-ALONE",
+            "0"},
         // Open MPI's launcher names the rank a signal killed: the culprit.
         Row{"mpirun_signal",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +

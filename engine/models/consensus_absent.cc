@@ -49,15 +49,24 @@ std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
   return "";
 }
 
-Checks::Waiting Checks::CollectWaiting() const {
+Checks::Waiting Checks::CollectWaiting(bool store_waits) const {
   const int timeout_seq = state.rules().fact(Fact::kTimeoutSeq);
   const int timeout_op = state.rules().fact(Fact::kTimeoutOp);
   const int first_error = state.rules().fact(Fact::kFirstError);
+  const int store_wait = state.rules().fact(Fact::kStoreWait);
   Waiting w;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    if (sub.Has(first_error)) w.own_failure = true;
-    if (sub.rank < 0 || !sub.Has(timeout_seq)) continue;
+    const FactValue* store = store_waits && store_wait >= 0 ? sub.Get(store_wait) : nullptr;
+    if (sub.Has(first_error) && !store) w.own_failure = true;
+    if (sub.rank < 0) continue;
+    if (store && !sub.Has(timeout_seq)) {
+      w.ranks.push_back(sub.rank);
+      if (w.store.empty()) w.store = store->value;
+      if (w.evidence.size() < 3) w.evidence.push_back(store->evidence);
+      continue;
+    }
+    if (!sub.Has(timeout_seq)) continue;
     w.ranks.push_back(sub.rank);
     for (const auto& kv : sub.keyed[timeout_seq]) {
       if (w.seq.empty()) w.seq = kv.second.value;
@@ -125,7 +134,7 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
 // the next collective.
 void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
   if (!m.dump_ranks().empty()) return;
-  const Waiting w = CollectWaiting();
+  const Waiting w = CollectWaiting(/*store_waits=*/true);
   if (w.own_failure || w.ranks.empty()) return;
   if (std::count(w.ranks.begin(), w.ranks.end(), 0)) return;
   // A sub-group's collective: whether rank 0 is a member is not known. The
@@ -145,8 +154,9 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     }
     if (!zero) return;
     // (PyTorch prints last enqueued / completed work only when its watchdog fires.)
-    for (Fact f : {Fact::kTimeoutSeq, Fact::kTimeoutOp, Fact::kLastEnqueued, Fact::kLastCompleted, Fact::kCrash,
-                   Fact::kOom, Fact::kCleanEnd, Fact::kCommAbort, Fact::kElasticFailed}) {
+    for (Fact f :
+         {Fact::kTimeoutSeq, Fact::kTimeoutOp, Fact::kLastEnqueued, Fact::kLastCompleted, Fact::kCrash, Fact::kOom,
+          Fact::kCleanEnd, Fact::kCommAbort, Fact::kElasticFailed, Fact::kStoreWait, Fact::kFirstError}) {
       if (zero->Has(state.rules().fact(f))) return;
     }
     const FactValue* last = zero->Get(state.rules().fact(Fact::kLastLine));
@@ -162,10 +172,14 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     if (!NeverJoinedRanks(w, present, &world, &inferred).empty()) return;
     what = "left no trace in any input (no line of its own)";
   }
-  Vars vars{{"op", w.op.empty() ? "a collective" : w.op},
-            {"seq", w.seq.empty() ? "?" : w.seq},
-            {"reporters", CompactRanks(w.ranks)},
-            {"value", what}};
+  // Where the others waited: a collective (its SeqNum), or the c10d store.
+  std::string where;
+  if (!w.op.empty() || w.store.empty()) {
+    where = (w.op.empty() ? "a collective" : w.op) + " (SeqNum " + (w.seq.empty() ? "?" : w.seq) + ")";
+  } else {
+    where = "the c10d store for " + w.store;
+  }
+  Vars vars{{"op", where}, {"reporters", CompactRanks(w.ranks)}, {"value", what}};
   Emit(c, {0}, w.ranks, vars, "rank 0", ev);
 }
 

@@ -50,9 +50,13 @@ struct Checks {
     std::vector<int> ranks;
     std::vector<Evidence> evidence;
     std::string op, seq;
+    std::string store;  // what a rank waited for in the c10d store (store_wait), if any did
     bool own_failure = false;
   };
-  Waiting CollectWaiting() const;
+  // The ranks waiting in a collective (timeout_seq); with `store_waits`, also
+  // those whose store operation timed out (store_wait): a rank waiting for a
+  // key another writes has not failed on its own.
+  Waiting CollectWaiting(bool store_waits = false) const;
   // The world by elimination when no input states its size: ranks count from
   // 0, so every rank below the highest present exists. 0 when nothing is present.
   int InferredWorld(const std::set<int>& present) const;
