@@ -46,7 +46,7 @@ const std::vector<EngineFact>& EngineFacts() {
        true,
        KeyKind::kComm,
        "the consensus model's send/receive pairing (its count)",
-       {"count", "datatype"}},
+       {"count", "datatype", "op", "root"}},
       {Fact::kDesyncUnjoined, "desync_unjoined", MergeMode::kFirst, true, KeyKind::kName,
        "the consensus model's not-started check from text"},
       {Fact::kExitcode, "exitcode", MergeMode::kLast, false, KeyKind::kName,

@@ -87,7 +87,7 @@ struct EngineFact {
 
 // Positions in FactValue::fields of the engine facts that carry fields.
 enum class CollField : int { kOp, kCount, kDatatype, kRoot };  // last_opcount
-enum class P2pField : int { kCount, kDatatype };               // p2p_last
+enum class P2pField : int { kCount, kDatatype, kDir, kPeer };  // p2p_last (op: Send or Recv; root: the peer)
 enum class TimeoutField : int { kOp, kTimeoutMs, kRanMs };     // timeout_seq
 
 // Every fact of the contract, in the order of Fact (EngineFacts()[i].id == i).

@@ -240,14 +240,12 @@ void CollectiveModel::AddCollP2p(const JobState& state) {
     const Subject& sub = state.subjects()[s];
     if (sub.rank < 0 || fact >= static_cast<int>(sub.keyed.size())) continue;
     for (const auto& kv : sub.keyed[fact]) {
-      const std::string& key = kv.first;
-      const size_t b = key.rfind(' ');
-      if (b == std::string::npos || b == 0) continue;
-      const size_t a = key.rfind(' ', b - 1);
-      if (a == std::string::npos) continue;
-      const std::string comm = key.substr(0, a), dir = key.substr(a + 1, b - a - 1);
+      // The key is a communicator's (KeyKind::kComm: the commId, then what
+      // tells the calls apart); the direction and the peer are fields.
+      const std::string comm = kv.first.substr(0, kv.first.find(' '));
+      const std::string_view dir = FieldOf(kv.second, P2pField::kDir);
+      std::string_view lv = FieldOf(kv.second, P2pField::kPeer);
       int64_t local;
-      std::string_view lv = std::string_view(key).substr(b + 1);
       // "<commId> Broadcast 0": a collective called without a send buffer.
       if ((dir != "Send" && dir != "Recv") || !ConsumeInt(&lv, &local) || !lv.empty()) continue;
       long double seq;
