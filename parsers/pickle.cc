@@ -94,26 +94,17 @@ class Machine {
     return false;
   }
 
+  // One opcode: the simple ones here, the others in a method of their own.
   bool Step(uint8_t op) {
     switch (op) {
-      case kProto: {
-        const unsigned char* p = nullptr;
-        if (!Take(1, &p)) return false;
-        if (*p > 5) return Malformed("protocol " + std::to_string(*p) + " is not 0-5");
-        return true;
-      }
+      case kProto:
+        return Proto();
       case kFrame: {  // protocol 4 framing: a length hint, nothing to build
         const unsigned char* p = nullptr;
         return Take(8, &p);
       }
       case kMark:
-        if (marks_.size() >= kMaxPickleDepth) {
-          err_ = "pickle too deeply nested at byte " + std::to_string(op_at_) + " (more than " +
-                 std::to_string(kMaxPickleDepth) + " open MARKs)";
-          return false;
-        }
-        marks_.push_back(stack_.size());
-        return true;
+        return Mark();
       case kNone:
         return Push(tree_->AddNone());
       case kNewTrue:
@@ -122,31 +113,12 @@ class Machine {
         return Push(tree_->AddBool(false));
       case kBinInt1:
       case kBinInt2:
-      case kBinInt: {
-        size_t n = op == kBinInt1 ? 1 : op == kBinInt2 ? 2 : 4;
-        const unsigned char* p = nullptr;
-        if (!Take(n, &p)) return false;
-        uint64_t v = LittleEndian(p, n);
-        int64_t i = op == kBinInt ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v)))
-                                  : static_cast<int64_t>(v);
-        return Push(tree_->AddInt(i));
-      }
-      case kLong1: {
-        const unsigned char* n = nullptr;
-        if (!Take(1, &n)) return false;
-        const unsigned char* p = nullptr;
-        if (!Take(*n, &p)) return false;
-        return Push(Long(p, *n));
-      }
-      case kBinFloat: {
-        const unsigned char* p = nullptr;
-        if (!Take(8, &p)) return false;
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits = (bits << 8) | p[i];  // big-endian
-        double d;
-        std::memcpy(&d, &bits, sizeof d);
-        return Push(tree_->AddFloat(d));
-      }
+      case kBinInt:
+        return BinInt(op);
+      case kLong1:
+        return Long1();
+      case kBinFloat:
+        return BinFloat();
       case kShortBinUnicode:
       case kShortBinString:
         return String(1);
@@ -172,74 +144,137 @@ class Machine {
         return FromMark(op == kList ? PyKind::kList : op == kTuple ? PyKind::kTuple : PyKind::kDict);
       case kTuple1:
       case kTuple2:
-      case kTuple3: {
-        size_t n = op - kTuple1 + 1;
-        if (stack_.size() < n + Floor()) return Malformed("stack underflow");
-        uint32_t t = tree_->AddContainer(PyKind::kTuple);
-        if (t == PyTree::kNoValue) return TooLarge();
-        for (size_t i = stack_.size() - n; i < stack_.size(); ++i) {
-          if (!tree_->Append(t, stack_[i])) return TooLarge();
-        }
-        stack_.resize(stack_.size() - n);
-        return Push(t);
-      }
+      case kTuple3:
+        return TupleN(op);
       case kAppend: {
         uint32_t v = 0;
         if (!Pop(&v)) return false;
         return AddTo(PyKind::kList, &v, 1);
       }
-      case kSetItem: {
-        if (stack_.size() < 2 + Floor()) return Malformed("stack underflow");
-        uint32_t kv[2] = {stack_[stack_.size() - 2], stack_.back()};
-        stack_.resize(stack_.size() - 2);
-        return AddTo(PyKind::kDict, kv, 2);
-      }
+      case kSetItem:
+        return SetItem();
       case kAppends:
-      case kSetItems: {
-        if (marks_.empty()) return Malformed("no MARK");
-        size_t m = marks_.back();
-        marks_.pop_back();
-        size_t n = stack_.size() - m;
-        if (op == kSetItems && n % 2) return Malformed("SETITEMS with an odd number of items");
-        bool ok = AddTo(op == kAppends ? PyKind::kList : PyKind::kDict, stack_.data() + m, n, m);
-        stack_.resize(m);
-        return ok;
-      }
+      case kSetItems:
+        return AppendsOrSetItems(op);
       case kBinPut:
-      case kLongBinPut: {
-        const unsigned char* p = nullptr;
-        size_t n = op == kBinPut ? 1 : 4;
-        if (!Take(n, &p)) return false;
-        return Put(LittleEndian(p, n));
-      }
+      case kLongBinPut:
+        return BinPut(op);
       case kMemoize:
         return Put(memo_.size());
       case kBinGet:
-      case kLongBinGet: {
-        const unsigned char* p = nullptr;
-        size_t n = op == kBinGet ? 1 : 4;
-        if (!Take(n, &p)) return false;
-        uint64_t k = LittleEndian(p, n);
-        if (k >= memo_.size() || memo_[k] == PyTree::kNoValue) {
-          return Malformed("memo key " + std::to_string(k) + " is not defined");
-        }
-        return Push(memo_[k]);
-      }
+      case kLongBinGet:
+        return BinGet(op);
       case kGlobal:
         return Global();
-      case kReduce: {
-        uint32_t args = 0, fn = 0;
-        if (!Pop(&args) || !Pop(&fn)) return false;
-        if (tree_->kind(fn) != PyKind::kCallable) return Malformed("REDUCE of a value that is not a global");
-        if (tree_->kind(args) != PyKind::kTuple || tree_->items(args).empty()) {
-          return Malformed("REDUCE without arguments");
-        }
-        return Push(tree_->items(args)[0]);  // the container tags are the identity
-      }
+      case kReduce:
+        return Reduce();
       default:
         err_ = "unsupported pickle opcode " + Hex2(op) + " at byte " + std::to_string(op_at_);
         return false;
     }
+  }
+
+  bool Proto() {
+    const unsigned char* p = nullptr;
+    if (!Take(1, &p)) return false;
+    if (*p > 5) return Malformed("protocol " + std::to_string(*p) + " is not 0-5");
+    return true;
+  }
+
+  bool BinInt(uint8_t op) {
+    size_t n = op == kBinInt1 ? 1 : op == kBinInt2 ? 2 : 4;
+    const unsigned char* p = nullptr;
+    if (!Take(n, &p)) return false;
+    uint64_t v = LittleEndian(p, n);
+    int64_t i =
+        op == kBinInt ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v))) : static_cast<int64_t>(v);
+    return Push(tree_->AddInt(i));
+  }
+
+  bool Long1() {
+    const unsigned char* n = nullptr;
+    if (!Take(1, &n)) return false;
+    const unsigned char* p = nullptr;
+    if (!Take(*n, &p)) return false;
+    return Push(Long(p, *n));
+  }
+
+  bool BinFloat() {
+    const unsigned char* p = nullptr;
+    if (!Take(8, &p)) return false;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits = (bits << 8) | p[i];  // big-endian
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return Push(tree_->AddFloat(d));
+  }
+
+  bool TupleN(uint8_t op) {
+    size_t n = op - kTuple1 + 1;
+    if (stack_.size() < n + Floor()) return Malformed("stack underflow");
+    uint32_t t = tree_->AddContainer(PyKind::kTuple);
+    if (t == PyTree::kNoValue) return TooLarge();
+    for (size_t i = stack_.size() - n; i < stack_.size(); ++i) {
+      if (!tree_->Append(t, stack_[i])) return TooLarge();
+    }
+    stack_.resize(stack_.size() - n);
+    return Push(t);
+  }
+
+  bool SetItem() {
+    if (stack_.size() < 2 + Floor()) return Malformed("stack underflow");
+    uint32_t kv[2] = {stack_[stack_.size() - 2], stack_.back()};
+    stack_.resize(stack_.size() - 2);
+    return AddTo(PyKind::kDict, kv, 2);
+  }
+
+  bool AppendsOrSetItems(uint8_t op) {
+    if (marks_.empty()) return Malformed("no MARK");
+    size_t m = marks_.back();
+    marks_.pop_back();
+    size_t n = stack_.size() - m;
+    if (op == kSetItems && n % 2) return Malformed("SETITEMS with an odd number of items");
+    bool ok = AddTo(op == kAppends ? PyKind::kList : PyKind::kDict, stack_.data() + m, n, m);
+    stack_.resize(m);
+    return ok;
+  }
+
+  bool BinPut(uint8_t op) {
+    const unsigned char* p = nullptr;
+    size_t n = op == kBinPut ? 1 : 4;
+    if (!Take(n, &p)) return false;
+    return Put(LittleEndian(p, n));
+  }
+
+  bool BinGet(uint8_t op) {
+    const unsigned char* p = nullptr;
+    size_t n = op == kBinGet ? 1 : 4;
+    if (!Take(n, &p)) return false;
+    uint64_t k = LittleEndian(p, n);
+    if (k >= memo_.size() || memo_[k] == PyTree::kNoValue) {
+      return Malformed("memo key " + std::to_string(k) + " is not defined");
+    }
+    return Push(memo_[k]);
+  }
+
+  bool Reduce() {
+    uint32_t args = 0, fn = 0;
+    if (!Pop(&args) || !Pop(&fn)) return false;
+    if (tree_->kind(fn) != PyKind::kCallable) return Malformed("REDUCE of a value that is not a global");
+    if (tree_->kind(args) != PyKind::kTuple || tree_->items(args).empty()) {
+      return Malformed("REDUCE without arguments");
+    }
+    return Push(tree_->items(args)[0]);  // the container tags are the identity
+  }
+
+  bool Mark() {
+    if (marks_.size() >= kMaxPickleDepth) {
+      err_ = "pickle too deeply nested at byte " + std::to_string(op_at_) + " (more than " +
+             std::to_string(kMaxPickleDepth) + " open MARKs)";
+      return false;
+    }
+    marks_.push_back(stack_.size());
+    return true;
   }
 
   // GLOBAL "module\nname\n": only PyTorch's container tags are known.
