@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -878,6 +879,8 @@ class Sim {
   }
 
   void set_epoch(Epoch* ep) { ep_ = ep; }
+  // The hosts whose ranks printed an IB completion error (ib_error_storm), once Tail() ran.
+  const std::set<int>& ib_reporter_hosts() const { return ib_reporter_hosts_; }
   void set_total_steps(int s) {
     total_steps_ = s;
     int lag = std::max(3, std::min(s / 3, 1000));
@@ -993,6 +996,7 @@ class Sim {
   int total_steps_ = 1 << 30;
   int strag_lag_ = 0;
   int strag_done_ = 0;
+  std::set<int> ib_reporter_hosts_;
 };
 
 // ---- init (§A, §B) ----
@@ -1922,6 +1926,7 @@ void Sim::TailIbStorm() {
     }
     const RankInfo& k = R(r);
     const Ver& v = V(r);
+    ib_reporter_hosts_.insert(k.host);
     int peer = F * job.rph + k.local % job.rph;
     std::string peer_addr = job.hosts[static_cast<size_t>(F)].ip + "<" + std::to_string(R(peer).port) + ">";
     std::string last;
@@ -2166,7 +2171,9 @@ bool VersionMismatchHostKnown(const Job& job) {
   return placed && job.m >= 3;
 }
 
-std::string ExpectedJson(const Job& job) {
+// `ib_reporter_hosts`: the hosts whose ranks printed an IB completion error
+// (Sim::ib_reporter_hosts), the primary's hosts of an ib_error_storm.
+std::string ExpectedJson(const Job& job, const std::set<int>& ib_reporter_hosts) {
   const Options& o = job.opt;
   std::string rule;
   bool with_rank = false, with_host = false;
@@ -2203,9 +2210,7 @@ std::string ExpectedJson(const Job& job) {
       // an open problem (issue 20: a retry-exceeded storm points at the far end, a local
       // protection error does not).
       rule = "NCCL-IB-COMPLETION-ERROR";
-      for (int h = 0; h < job.m; ++h) {
-        if (h != job.bad_host) reporter_hosts.push_back(job.hosts[static_cast<size_t>(h)].name);
-      }
+      for (int h : ib_reporter_hosts) reporter_hosts.push_back(job.hosts[static_cast<size_t>(h)].name);
       std::vector<int> failed;
       for (int r = 0; r < job.n; ++r) {
         if (job.ranks[static_cast<size_t>(r)].host == job.bad_host) failed.push_back(r);
@@ -2359,7 +2364,7 @@ int Simulate(const Options& opt, bool quiet) {
   }
   std::string path = opt.out_dir + "/expected.json";
   FILE* f = std::fopen(path.c_str(), "wb");
-  std::string js = ExpectedJson(job);
+  std::string js = ExpectedJson(job, sim.ib_reporter_hosts());
   if (f == nullptr || std::fwrite(js.data(), 1, js.size(), f) != js.size() || std::fclose(f) != 0) {
     std::fprintf(stderr, "simulate: error: cannot write %s\n", path.c_str());
     return 1;
