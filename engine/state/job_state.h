@@ -3,8 +3,11 @@
 // line findings. Filled by the scanner's serial stage, in input order; then
 // Finalize() resolves identities (process -> global rank) and merges subjects.
 //
-// Memory is bounded by the number of subjects, communicators and rules: values
-// are merged as they arrive, evidence is capped per finding.
+// Its fields are parts (engine/state/parts.h), each with its encoding and its
+// merge with a later state's; facts merge by the one algebra of
+// engine/state/facts.h. Memory is bounded by the number of subjects,
+// communicators and rules: values are merged as they arrive, evidence is
+// capped per finding.
 //
 // Thread-safety: not thread-safe; only the scanner's serial stage writes it.
 #ifndef NCCLSCAN_ENGINE_STATE_JOB_STATE_H_
