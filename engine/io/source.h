@@ -33,10 +33,13 @@ class RE2;
 namespace ncclscan {
 
 // Why an input was left out (the keys of SkippedInputs::count and the JSON).
-inline constexpr const char* kSkipNotALog = "not_a_log";    // prose markdown, a JSON document
-inline constexpr const char* kSkipBinary = "binary";        // images, executables, other binaries
-inline constexpr const char* kSkipDuplicate = "duplicate";  // the same file reached again
-inline constexpr const char* kSkipHidden = "hidden";        // a dot-file or dot-directory met by a walk
+// Arrays, not pointers to literals: code compares a reason by address
+// (why == kSkipBinary), and one array has one address in every file, where
+// equal literals of two files need not (ASan keeps them apart).
+inline constexpr char kSkipNotALog[] = "not_a_log";    // prose markdown, a JSON document
+inline constexpr char kSkipBinary[] = "binary";        // images, executables, other binaries
+inline constexpr char kSkipDuplicate[] = "duplicate";  // the same file reached again
+inline constexpr char kSkipHidden[] = "hidden";        // a dot-file or dot-directory met by a walk
 
 // Inputs left out of the scan and problems met while walking directories.
 // Bounded: counts are complete; the kMaxPaths smallest (reason, path) pairs are
