@@ -37,9 +37,7 @@ void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
   int s = ProcessSubject(host, pid);
   Subject& sub = subjects_.all[s];
   if (sub.over_cap) return;
-  if (sub.files.empty() || sub.files.back() != file) {
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
-  }
+  sub.AddFile(file);
   if (inputs_.files[file].path_rank >= 0) sub.rank_hints[inputs_.files[file].path_rank]++;
 }
 
@@ -70,7 +68,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
     if (line.rank_hint >= 0) (line.rank_hint_is_label ? sub.label_hints : sub.rank_hints)[line.rank_hint] += weight;
     if (line.dev >= 0 && line.dev < 64) sub.devices |= uint64_t{1} << line.dev;
     if (f.path_rank >= 0) sub.rank_hints[f.path_rank] += weight;
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
+    sub.AddFile(file);
     return s;
   }
   int rank = line.rank_hint;
@@ -82,7 +80,7 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   if (rank >= 0) {
     int s = RankSubject(rank);
     Subject& sub = subjects_.all[s];
-    if (std::find(sub.files.begin(), sub.files.end(), file) == sub.files.end()) sub.files.push_back(file);
+    sub.AddFile(file);
     if (sub.host.empty() && !line.host_hint.empty() && !sub.over_cap) {
       sub.host = std::string(line.host_hint);
       sub.host_from_hint = true;

@@ -157,9 +157,7 @@ void SubjectTable::Merge(int from, int into, const std::vector<FactSpec>& specs,
   if (b.host.empty()) b.host = a.host;
   if (b.pid < 0) b.pid = a.pid;
   b.devices |= a.devices;
-  for (int f : a.files) {
-    if (std::find(b.files.begin(), b.files.end(), f) == b.files.end()) b.files.push_back(f);
-  }
+  for (int f : a.files) b.AddFile(f);
   // The merged-away subject keeps its own facts (reports name it by label).
   MergeFacts(specs, &b.facts, &b.keyed, FactSlots<FactValue>(a.facts), KeyedSlots(a.keyed), MergeOrder::kBySeen,
              over_key_cap);
@@ -300,9 +298,7 @@ void SubjectTable::Absorb(SubjectTable&& later, const std::vector<FactSpec>& spe
       a.host = bs.host;
       a.host_from_hint = bs.host_from_hint;
     }
-    for (int f : bs.files) {
-      if (std::find(a.files.begin(), a.files.end(), f) == a.files.end()) a.files.push_back(f);
-    }
+    for (int f : bs.files) a.AddFile(f);
     a.devices |= bs.devices;
     if (!a.over_cap) {
       AddCounts(&a.rank_hints, bs.rank_hints);

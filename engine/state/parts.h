@@ -10,6 +10,7 @@
 #ifndef NCCLSCAN_ENGINE_STATE_PARTS_H_
 #define NCCLSCAN_ENGINE_STATE_PARTS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -166,6 +167,13 @@ struct Subject {
     return Get(fact) != nullptr || (m && !m->empty());
   }
   const FactValue* Get(int fact) const { return facts.Find(fact); }
+  // Notes that a line of file `f` is this subject's (each file once; the
+  // last one added is checked first, as consecutive lines share a file).
+  void AddFile(int f) {
+    if ((files.empty() || files.back() != f) && std::find(files.begin(), files.end(), f) == files.end()) {
+      files.push_back(f);
+    }
+  }
 };
 
 // What a subject is, as a typed key: a process (host, pid), a global rank,
