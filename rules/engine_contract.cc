@@ -89,8 +89,15 @@ const std::vector<EngineFact>& EngineFacts() {
        "the stall inspector's lone-submitter check (consensus_text.cc)"},
       {Fact::kLastLine, "last_line", MergeMode::kLast, false, KeyKind::kName,
        "the scanner (every line under a rank's own prefix) and the rank-zero-alone check"},
-      {Fact::kStoreWait, "store_wait", MergeMode::kFirst, false, KeyKind::kName,
-       "the rank-0 check's waiting ranks (a store key only rank 0 writes)"},
+      {Fact::kStoreWait,
+       "store_wait",
+       MergeMode::kFirst,
+       false,
+       KeyKind::kName,
+       "the waiting ranks of the rank-0 check (a key rank 0 writes) and of the never-joined check (a barrier)",
+       {"awaits"}},
+      {Fact::kTransportChain, "transport_chain", MergeMode::kFirst, false, KeyKind::kName,
+       "the peer map's lone reporter (its error came through transport code: the peer is the job's)"},
   };
   return kFacts;
 }

@@ -55,6 +55,10 @@ struct FactSpec {
   // its capture or lookup named f (checked at load); models read them by
   // position (FactValue::fields), not by parsing the line again.
   std::vector<std::string> fields;
+  // A value that says the fact's real value is unknown ("(unknown: C++ frames
+  // only)"): any other value replaces it whatever the merge mode, and it never
+  // replaces another (MergeTakes).
+  std::string placeholder;
   std::string description;
 };
 
@@ -185,6 +189,10 @@ struct CorrelationRule {
   bool silent_is_behind = false;    // extreme: ranks that never reported count as behind
   bool ignore_unset = false;        // consensus on a keyed fact: compare only subjects that have the key
   std::vector<std::string> normal;  // consensus: on a tie, the group holding one of these is the majority
+  // consensus on a version: a tie that `normal` leaves is won by the newest
+  // release (the older is the likelier stray: a node left on an old image, a
+  // pip wheel shadowing the system library).
+  bool tie_newest = false;
   Located<std::string> population;  // consensus on a keyed fact: subjects with this fact count as "(unset)"
   CollectiveCheck check = CollectiveCheck::kCount;  // collective: which check (engine/models/consensus.h); kCount: none
   FindingSpec finding;

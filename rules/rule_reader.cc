@@ -335,6 +335,14 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
       });
     } else if (key == "silent_is_behind" || key == "ignore_unset") {
       Bool(v, key, key == "ignore_unset" ? &c.ignore_unset : &c.silent_is_behind);
+    } else if (key == "tie") {
+      std::string t;
+      if (Scalar(v, "tie", &t)) {
+        if (t == "newest")
+          c.tie_newest = true;
+        else
+          Error(Pos(v), "E-BAD-VALUE", "unknown tie rule '" + t + "'", "use: newest (the newest version wins a tie)");
+      }
     } else if (key == "normal") {
       std::vector<Located<std::string>> vals;
       StringList(v, "normal", &vals);
@@ -393,7 +401,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
 void RuleReader::ReadFact(const YAML::Node& n) {
   FactSpec f;
   f.name.pos = Pos(n);
-  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "fields", "description"},
+  ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "fields", "placeholder", "description"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                std::string s;
                if (key == "name")
@@ -424,6 +432,8 @@ void RuleReader::ReadFact(const YAML::Node& n) {
                      f.fields.push_back(name.value);
                    }
                  }
+               } else if (key == "placeholder") {
+                 Scalar(v, "placeholder", &f.placeholder);
                } else if (key == "description")
                  Scalar(v, "description", &f.description);
              });

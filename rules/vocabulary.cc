@@ -84,7 +84,7 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
   static const std::vector<CorrelationKindInfo> kKinds = {
       {CorrelationKind::kConsensus,
        "consensus",
-       {"fact", "over", "min_subjects", "ignore_unset", "normal", "population"},
+       {"fact", "over", "min_subjects", "ignore_unset", "normal", "tie", "population"},
        {"fact"},
        {"value", "majority", "key", "majority_ranks", "majority_hosts"}},
       {CorrelationKind::kCondition, "condition", {"where", "job"}, {"where"}, {"value"}},

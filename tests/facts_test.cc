@@ -48,6 +48,28 @@ void ExpectSame(const FactValue& a, const FactValue& b, const std::string& what)
 const MergeMode kModes[] = {MergeMode::kFirst, MergeMode::kLast, MergeMode::kMax,
                             MergeMode::kMin,   MergeMode::kSet,  MergeMode::kCount};
 
+// A placeholder ("unknown") loses to any value, in every mode and order: a
+// watchdog seen first as C++ frames keeps the op its own line names later,
+// and a later placeholder does not replace a value already held.
+TEST(FactMerge, PlaceholderLosesToAnyValue) {
+  for (MergeMode m : {MergeMode::kFirst, MergeMode::kLast}) {
+    FactSpec spec = Spec(m);
+    spec.placeholder = "?";
+    const std::vector<FactValue> v = {At("?", 1), At("BROADCAST", 2), At("?", 3)};
+    for (MergeOrder order : {MergeOrder::kLater, MergeOrder::kBySeen}) {
+      FactValue acc = Fold(spec, v, 0, v.size(), order);
+      EXPECT_EQ(acc.value, "BROADCAST");
+      EXPECT_EQ(acc.evidence.line, 2);
+      FactValue rev = v[2];  // the same values merged in the reverse order
+      MergeFact(spec, &rev, FactValue(v[1]), order);
+      MergeFact(spec, &rev, FactValue(v[0]), order);
+      EXPECT_EQ(rev.value, "BROADCAST");
+    }
+    FactValue only = Fold(spec, {At("?", 1), At("?", 2)}, 0, 2, MergeOrder::kLater);
+    EXPECT_EQ(only.value, "?");  // nothing better: the placeholder stays
+  }
+}
+
 TEST(FactMerge, EachModeKeepsWhatItSays) {
   const std::vector<FactValue> v = {At("5", 1), At("9", 2), At("2", 3), At("7", 4)};
   auto fold = [&](MergeMode m) { return Fold(Spec(m), v, 0, v.size(), MergeOrder::kLater); };

@@ -312,7 +312,7 @@ TEST(RuleLoader, RefusesAKeyItsKindDoesNotRead) {
             "t.yaml:11:5: error: 'check' means nothing to a consensus correlation [E-UNKNOWN-KEY]\n"
             "        check: behind\n"
             "        ^\n"
-            "help: a consensus correlation reads: fact, over, min_subjects, ignore_unset, normal, population\n");
+            "help: a consensus correlation reads: fact, over, min_subjects, ignore_unset, normal, tie, population\n");
   EXPECT_NE(Load(Correlation("    kind: collective\n    check: behind\n    over: host\n"))
                 .find("t.yaml:11:5: error: 'over' means nothing to a collective correlation"),
             std::string::npos);
@@ -320,6 +320,13 @@ TEST(RuleLoader, RefusesAKeyItsKindDoesNotRead) {
                 .find("help: a missing_ranks correlation takes only the common keys"),
             std::string::npos);
   EXPECT_EQ(Load(Correlation("    kind: consensus\n    fact: network\n    over: host\n")), "");
+}
+
+TEST(RuleLoader, ATieRuleIsOneItKnows) {
+  EXPECT_EQ(Load(Correlation("    kind: consensus\n    fact: network\n    over: host\n    tie: newest\n")), "");
+  EXPECT_NE(Load(Correlation("    kind: consensus\n    fact: network\n    over: host\n    tie: oldest\n"))
+                .find("error: unknown tie rule 'oldest' [E-BAD-VALUE]"),
+            std::string::npos);
 }
 
 TEST(RuleLoader, NamesTheKeyAKindCannotDoWithout) {

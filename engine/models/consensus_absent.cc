@@ -49,7 +49,14 @@ std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
   return "";
 }
 
-Checks::Waiting Checks::CollectWaiting(bool store_waits) const {
+// Where the ranks waited: a collective (its SeqNum), or the c10d store.
+std::string WhereWaited(const Checks::Waiting& w) {
+  if (!w.op.empty() || w.store.empty())
+    return (w.op.empty() ? "a collective" : w.op) + " (SeqNum " + (w.seq.empty() ? "?" : w.seq) + ")";
+  return "the c10d store for " + w.store;
+}
+
+Checks::Waiting Checks::CollectWaiting(StoreWaits which) const {
   const int timeout_seq = state.rules().fact(Fact::kTimeoutSeq);
   const int timeout_op = state.rules().fact(Fact::kTimeoutOp);
   const int first_error = state.rules().fact(Fact::kFirstError);
@@ -57,7 +64,9 @@ Checks::Waiting Checks::CollectWaiting(bool store_waits) const {
   Waiting w;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    const FactValue* store = store_waits && store_wait >= 0 ? sub.Get(store_wait) : nullptr;
+    const FactValue* store = which != StoreWaits::kNone && store_wait >= 0 ? sub.Get(store_wait) : nullptr;
+    if (store && (FieldOf(*store, StoreField::kAwaits) == "every rank") != (which == StoreWaits::kForEveryRank))
+      store = nullptr;
     if (sub.Has(first_error) && !store) w.own_failure = true;
     if (sub.rank < 0) continue;
     if (store && !sub.Has(timeout_seq)) {
@@ -103,7 +112,7 @@ std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>&
 void Checks::NeverJoined(const CompiledCorrelation& c) const {
   // With dumps, a rank without one is missing_dump's finding (it says more).
   if (!m.dump_ranks().empty()) return;
-  const Waiting w = CollectWaiting();
+  const Waiting w = CollectWaiting(StoreWaits::kForEveryRank);
   // A rank of the input that failed on its own is the better suspect.
   if (w.own_failure || w.ranks.empty()) return;
   const std::set<int> present = PresentRanks();
@@ -117,7 +126,7 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
                : " (its own logs say so)";
   Vars vars{{"source", source},
             {"group", "pg 0"},
-            {"op", w.op},
+            {"op", WhereWaited(w)},
             {"seq", w.seq},
             {"missing", CompactRanks(missing)},
             {"nranks", std::to_string(world)},
@@ -134,7 +143,7 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
 // the next collective.
 void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
   if (!m.dump_ranks().empty()) return;
-  const Waiting w = CollectWaiting(/*store_waits=*/true);
+  const Waiting w = CollectWaiting(StoreWaits::kForRankZero);
   if (w.own_failure || w.ranks.empty()) return;
   if (std::count(w.ranks.begin(), w.ranks.end(), 0)) return;
   // A sub-group's collective: whether rank 0 is a member is not known. The
@@ -172,14 +181,7 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     if (!NeverJoinedRanks(w, present, &world, &inferred).empty()) return;
     what = "left no trace in any input (no line of its own)";
   }
-  // Where the others waited: a collective (its SeqNum), or the c10d store.
-  std::string where;
-  if (!w.op.empty() || w.store.empty()) {
-    where = (w.op.empty() ? "a collective" : w.op) + " (SeqNum " + (w.seq.empty() ? "?" : w.seq) + ")";
-  } else {
-    where = "the c10d store for " + w.store;
-  }
-  Vars vars{{"op", where}, {"reporters", CompactRanks(w.ranks)}, {"value", what}};
+  Vars vars{{"op", WhereWaited(w)}, {"reporters", CompactRanks(w.ranks)}, {"value", what}};
   Emit(c, {0}, w.ranks, vars, "rank 0", ev);
 }
 

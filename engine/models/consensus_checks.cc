@@ -170,8 +170,12 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
       std::sort(minority.begin(), minority.end());
       const CollectiveCall& ref = *calls.at(majority.empty() ? calls.begin()->first : majority.front());
       std::vector<std::string> fields, values;
+      std::set<std::string> ops;
+      for (const auto& cv : calls) ops.insert(cv.second->op);
       for (const Field& fd : kFields) {
         if (variable && fd.member == &CollectiveCall::sizes) continue;
+        // A root belongs to rooted collectives only: between two op types it says nothing more.
+        if (ops.size() > 1 && fd.member == &CollectiveCall::root) continue;
         std::set<std::string> vals;
         for (const auto& cv : calls) vals.insert(cv.second->*fd.member);
         if (vals.size() < 2) continue;

@@ -53,10 +53,12 @@ struct Checks {
     std::string store;  // what a rank waited for in the c10d store (store_wait), if any did
     bool own_failure = false;
   };
-  // The ranks waiting in a collective (timeout_seq); with `store_waits`, also
-  // those whose store operation timed out (store_wait): a rank waiting for a
-  // key another writes has not failed on its own.
-  Waiting CollectWaiting(bool store_waits = false) const;
+  // Which waits in the c10d store (store_wait) count besides collectives': a
+  // rank waiting for a key rank 0 writes (its ncclUniqueId), or in a barrier
+  // every rank must reach, has not failed on its own.
+  enum class StoreWaits { kNone, kForRankZero, kForEveryRank };
+  // The ranks waiting in a collective (timeout_seq), and those of `store` waits.
+  Waiting CollectWaiting(StoreWaits store = StoreWaits::kNone) const;
   // The world by elimination when no input states its size: ranks count from
   // 0, so every rank below the highest present exists. 0 when nothing is present.
   int InferredWorld(const std::set<int>& present) const;

@@ -14,6 +14,7 @@
 #include "engine/models/correlate_internal.h"
 #include "engine/models/diagnosis.h"
 #include "parsers/text_util.h"
+#include "rules/version_range.h"
 
 namespace ncclscan {
 
@@ -173,6 +174,39 @@ size_t GroupWeight(const CorrelationCtx& x, const std::vector<int>& members) {
   return hs.size();
 }
 
+// The version a value names: its first dotted number ("2.14.3+cuda11.7",
+// "NCCL 2.19-2.20" is 2.19).
+Version VersionIn(const std::string& value) {
+  Version v;
+  const size_t digit = value.find_first_of("0123456789");
+  if (digit != std::string::npos) ParseVersion(std::string_view(value).substr(digit), &v);
+  return v;
+}
+
+// `tie: newest`: among the groups tied at weight `best`, the one of the newest
+// release; still a tie when two name the same release or one names none.
+std::string NewestOfTied(const CorrelationCtx& x, const SubjectsByValue& groups, size_t best, bool* tie) {
+  const std::string* newest = nullptr;
+  Version newest_v;
+  bool unique = false;
+  for (const auto& g : groups) {
+    if (GroupWeight(x, g.second) != best) continue;
+    Version v = VersionIn(g.first);
+    if (!v.ok()) return {};
+    const int c = newest ? CompareVersions(v, newest_v) : 1;
+    if (c > 0) {
+      newest = &g.first;
+      newest_v = std::move(v);
+      unique = true;
+    } else if (c == 0) {
+      unique = false;
+    }
+  }
+  if (!unique) return {};
+  *tie = false;
+  return *newest;
+}
+
 // The majority's value; *tie when no group outweighs the others.
 std::string MajorityValue(const CorrelationCtx& x, const SubjectsByValue& groups, bool* tie) {
   std::string majority;
@@ -202,6 +236,7 @@ std::string MajorityValue(const CorrelationCtx& x, const SubjectsByValue& groups
       *tie = false;
     }
   }
+  if (*tie && x.c.spec.tie_newest) majority = NewestOfTied(x, groups, best, tie);
   return majority;
 }
 

@@ -316,6 +316,9 @@ void PeerMap(CorrelationCtx& x) {
         for (const auto& kv : rep.keyed[id]) running |= before(kv.second.evidence);
       }
     }
+    // An error that came back through transport or proxy code was on a channel's
+    // connection, whose peer the job's bootstrap named: not a foreign connection.
+    if (const int chain = x.state.rules().fact(Fact::kTransportChain); chain >= 0) running |= rep.Has(chain);
     if ((!known && !running) || rep.host == top) return;
   }
   std::vector<int> suspects;
@@ -326,9 +329,6 @@ void PeerMap(CorrelationCtx& x) {
   FillSubjects(x.state, std::vector<int>(reporters[top].begin(), reporters[top].end()), &rep);
   Finding f = x.Make(suspects, {{"peer_hosts", top}, {"reporters", SubjectsText(rep)}}, top);
   f.hosts = {top};
-  if (suspects.empty()) {
-    f.others = {top};
-  }
   f.count = static_cast<int64_t>(top_n);
   // Re-render: {peer_ranks} / {hosts} depend on the suspects set above.
   Finding suspects_f;
@@ -336,7 +336,10 @@ void PeerMap(CorrelationCtx& x) {
   x.RenderTexts(&f, [&](const std::string& name, std::string* o) {
     if (name == "peer_hosts" || name == "hosts")
       o->append(top);
-    else if (name == "peer_ranks" || name == "ranks")
+    else if (name == "peer_ranks")
+      o->append(suspects.empty() ? "none of its processes' logs is among the inputs"
+                                 : "rank(s) " + SubjectsText(suspects_f));
+    else if (name == "ranks")
       o->append(suspects.empty() ? "?" : SubjectsText(suspects_f));
     else if (name == "reporters")
       o->append(SubjectsText(rep));

@@ -47,7 +47,7 @@
 
 namespace ncclscan {
 
-inline constexpr uint64_t kPartialVersion = 3;
+inline constexpr uint64_t kPartialVersion = 4;
 
 // What the rules a partial was made with must share with those of the merge.
 std::string RulesSignature(const RuleSet& rules);

@@ -19,6 +19,10 @@ void InsertSetValue(std::vector<std::string>* values, std::string_view v) {
 bool MergeTakes(const FactSpec& spec, std::string_view incoming, const Seen& incoming_seen, std::string_view current,
                 const Seen& current_seen, MergeOrder order) {
   const bool by_seen = order == MergeOrder::kBySeen;
+  if (!spec.placeholder.empty()) {
+    const bool incoming_unknown = incoming == spec.placeholder, current_unknown = current == spec.placeholder;
+    if (incoming_unknown != current_unknown) return current_unknown;
+  }
   switch (spec.merge) {
     case MergeMode::kLast:
       return !by_seen || SeenBefore(current_seen, incoming_seen);

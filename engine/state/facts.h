@@ -177,7 +177,8 @@ enum class MergeOrder { kLater, kBySeen };
 // Whether `incoming` (seen at `incoming_seen`) takes the place of `current`'s
 // value and evidence: first keeps the earliest, last takes the latest,
 // max/min the strictly greater/smaller; set and count keep no single value and
-// cite their earliest line.
+// cite their earliest line. A fact's placeholder ("unknown") loses to any other
+// value, first.
 bool MergeTakes(const FactSpec& spec, std::string_view incoming, const Seen& incoming_seen, std::string_view current,
                 const Seen& current_seen, MergeOrder order);
 

@@ -37,7 +37,6 @@ int JobState::AddFile(const std::string& path) {
   f.path = path;
   PathHints h = ParsePathHints(path);
   f.path_rank = h.rank;
-  f.path_local_rank = h.local_rank;
   f.path_host = h.host;
   f.path_pid = h.pid;
   inputs_.files.push_back(std::move(f));

@@ -166,13 +166,14 @@ class JobState {
   // that claim one rank are kept apart (true at their index).
   std::vector<bool> MergeSubjectsOfOneRank();
   // A torchrun --log-dir file's unprefixed lines join its one process.
-  void MergeLogDirStreams();
+  void MergeOneProcessStreams();
   // Labels; communicator and finding members follow the merges.
   void Relabel(const std::vector<bool>& duplicate);
   // Folds each "ptr:host:pid:0x…" communicator, and each comm-keyed fact still
   // keyed by a pointer, into the commId an Init line of the same process
   // named for that pointer, wherever in the input (Finalize, first step).
   void ResolvePointerComms();
+  void JoinUnnamedComms();
   // The evidence of the subject's earliest fact (nullptr if it has none).
   static const Evidence* FirstEvidence(const Subject& s);
   // Sets e's origin from ev's (after ev.CopyTo(e)), interning the file name.

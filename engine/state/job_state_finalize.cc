@@ -13,7 +13,8 @@ void JobState::Finalize() {
   ResolveHosts();
   ResolveRanks();
   const std::vector<bool> duplicate = MergeSubjectsOfOneRank();
-  MergeLogDirStreams();
+  MergeOneProcessStreams();
+  JoinUnnamedComms();
   Relabel(duplicate);
 }
 
@@ -146,10 +147,12 @@ std::vector<bool> JobState::MergeSubjectsOfOneRank() {
   return duplicate;
 }
 
-void JobState::MergeLogDirStreams() {
-  // torchrun --log-dir writes each worker's output to its own attempt_k/<local_rank>/
-  // {stdout,stderr}.log: when the identified lines of such a file all come from one process,
-  // its unprefixed lines (the bare NCCL version banner of <= 2.21) are that process's too.
+void JobState::MergeOneProcessStreams() {
+  // A file whose identified lines all come from one process is that process's output
+  // (torchrun --log-dir's attempt_k/<local_rank>/{stdout,stderr}.log, one rank's file, one
+  // host's paste): its unprefixed lines (the bare NCCL version banner of <= 2.21, PyTorch's
+  // and the launcher's lines) are that process's too. A file of several processes keeps them
+  // on a subject of their own: whose they are is unknown.
   std::map<int, std::set<int>> writers;  // file -> live subjects with a process or rank
   for (size_t i = 0; i < subjects_.all.size(); ++i) {
     const Subject& s = subjects_.all[i];
@@ -158,8 +161,7 @@ void JobState::MergeLogDirStreams() {
   }
   for (size_t i = 0; i < subjects_.all.size(); ++i) {
     const Subject& s = subjects_.all[i];
-    if (s.merged_away || s.rank >= 0 || s.pid >= 0 || s.files.size() != 1) continue;
-    if (inputs_.files[s.files[0]].path_local_rank < 0) continue;
+    if (s.merged_away || s.rank >= 0 || s.pid >= 0 || s.files.size() != 1 || s.names_another) continue;
     auto w = writers.find(s.files[0]);
     if (w != writers.end() && w->second.size() == 1)
       subjects_.Merge(static_cast<int>(i), *w->second.begin(), rules_->facts(), &counters_.over_key_cap);
@@ -282,6 +284,43 @@ void JobState::ResolvePointerComms() {
         else
           MergeFact(spec, &t->second, std::move(v), MergeOrder::kBySeen);
       }
+    }
+  }
+}
+
+void JobState::JoinUnnamedComms() {
+  // A COLL line names its communicator by the pointer of the process that printed it; only
+  // an Init line ties the pointer to the commId every rank shares. A pasted trace often has
+  // none: each rank's calls then stand alone and cannot be compared. Where no key was tied
+  // to a commId and every rank traced exactly one communicator, those are one communicator
+  // (kUnnamedComm). Two communicators on any rank, or any commId known: nothing is guessed.
+  std::map<int, std::string> pointer_of;  // live ranked subject -> its one pointer
+  for (size_t i = 0; i < subjects_.all.size(); ++i) {
+    const Subject& s = subjects_.all[i];
+    if (s.merged_away) continue;
+    std::set<std::string_view> pointers;
+    for (const auto& [f, m] : s.keyed.slots()) {
+      if (rules_->facts()[f].key_kind != KeyKind::kComm) continue;
+      for (const auto& kv : m) {
+        std::string_view p = std::string_view(kv.first).substr(0, kv.first.find(' '));
+        if (comms_.by_id.count(std::string(p))) return;  // a commId: the ranks are joined already
+        pointers.insert(p);
+      }
+    }
+    if (pointers.empty()) continue;
+    if (pointers.size() > 1 || s.rank < 0) return;
+    pointer_of.emplace(static_cast<int>(i), std::string(*pointers.begin()));
+  }
+  if (pointer_of.size() < 2) return;
+  for (const auto& [si, pointer] : pointer_of) {
+    const std::map<std::string, std::string, std::less<>> to{{pointer, kUnnamedComm}};
+    for (auto& [f, m] : subjects_.all[si].keyed.slots()) {
+      if (rules_->facts()[f].key_kind != KeyKind::kComm) continue;
+      KeyedValues renamed;
+      std::string key;
+      for (auto& kv : m)
+        renamed.emplace(CommTable::TranslateKey(to, kv.first, &key) ? key : kv.first, std::move(kv.second));
+      m = std::move(renamed);
     }
   }
 }

@@ -91,8 +91,12 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   // One per wrapper label: a kubectl dump interleaves the unprefixed lines of several pods.
   const SubjectKeyView key = SubjectKey::Stream(file, line.host_hint);
   const int found = subjects_.Find(key);
-  if (found >= 0) return found;
+  if (found >= 0) {
+    subjects_.all[found].names_another |= line.bad_number;
+    return found;
+  }
   Subject s;
+  s.names_another = line.bad_number;
   s.label = f.path;
   s.files.push_back(file);
   if (!line.host_hint.empty()) {

@@ -72,7 +72,6 @@ void InputFiles::Encode(WireWriter* w) const {
     w->U(f.lines);
     w->S(f.error);
     w->I(f.path_rank);
-    w->I(f.path_local_rank);
     w->S(f.path_host);
     w->I(f.path_pid);
   }
@@ -96,7 +95,6 @@ void InputFiles::Decode(WireReader* r, Limits* l) {
     f.lines = r->U();
     f.error = r->S();
     f.path_rank = static_cast<int>(r->I());
-    f.path_local_rank = static_cast<int>(r->I());
     f.path_host = r->S();
     f.path_pid = r->I();
   }
@@ -157,6 +155,7 @@ void SubjectTable::Merge(int from, int into, const std::vector<FactSpec>& specs,
   if (b.host.empty()) b.host = a.host;
   if (b.pid < 0) b.pid = a.pid;
   b.devices |= a.devices;
+  b.names_another |= a.names_another;
   for (int f : a.files) b.AddFile(f);
   // The merged-away subject keeps its own facts (reports name it by label).
   MergeFacts(specs, &b.facts, &b.keyed, FactSlots<FactValue>(a.facts), KeyedSlots(a.keyed), MergeOrder::kBySeen,
@@ -178,6 +177,7 @@ void SubjectTable::Encode(WireWriter* w) const {
     PutPairs(w, s.label_hints);
     w->U(s.host_from_hint);
     w->U(s.over_cap);
+    w->U(s.names_another);
     w->U(s.facts.slots().size());
     for (const auto& [f, v] : s.facts.slots()) {
       w->I(f);
@@ -221,6 +221,7 @@ void SubjectTable::Decode(WireReader* r, Limits* l) {
     GetMap(r, &s.label_hints);
     s.host_from_hint = r->U() != 0;
     s.over_cap = r->U() != 0;
+    s.names_another = r->U() != 0;
     s.facts = FactSlots<FactValue>(l->facts);
     s.keyed = KeyedSlots(l->facts);
     // Slots come in fact order; one out of order or twice is corrupt.
@@ -300,6 +301,7 @@ void SubjectTable::Absorb(SubjectTable&& later, const std::vector<FactSpec>& spe
     }
     for (int f : bs.files) a.AddFile(f);
     a.devices |= bs.devices;
+    a.names_another |= bs.names_another;
     if (!a.over_cap) {
       AddCounts(&a.rank_hints, bs.rank_hints);
       AddCounts(&a.label_hints, bs.label_hints);

@@ -119,7 +119,6 @@ struct FileInfo {
   uint64_t lines = 0;
   std::string error;  // non-empty: why it could not be read (fully), e.g. "Permission denied"
   int path_rank = -1;
-  int path_local_rank = -1;
   std::string path_host;
   int64_t path_pid = -1;
 };
@@ -160,6 +159,9 @@ struct Subject {
   int merged_into = -1;
   bool host_from_hint = false;  // host is a wrapper's label (kubectl pod, pdsh host), not the process's own
   bool over_cap = false;        // summarises the subjects past kMaxSubjects: never a rank
+  // A stream with a line that named a rank or device too large to be one
+  // (ParsedLine::bad_number): not all its lines are its file's one process.
+  bool names_another = false;
 
   // Unkeyed or keyed: does this subject carry the fact at all?
   bool Has(int fact) const {
@@ -237,6 +239,10 @@ struct SubjectTable {
 };
 
 // ---- communicators ----
+
+// The key of the communicator every rank traced alone, none of whose pointers an Init
+// line tied to a commId (JobState::JoinUnnamedComms).
+inline constexpr char kUnnamedComm[] = "(unnamed)";
 
 struct CommInfo {
   std::string id;  // commId (or "ptr:host:pid:0x…" if unknown)
