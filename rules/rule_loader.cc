@@ -29,7 +29,60 @@ namespace ncclscan {
 RuleLoader::RuleLoader() : impl_(new Impl) {}
 RuleLoader::~RuleLoader() = default;
 
-void RuleLoader::AddEmbedded() {
+namespace {
+
+// The indent of a line that opens a block scalar ("explanation: >-", "- |"), or -1.
+int BlockScalarIndent(std::string_view line, size_t indent) {
+  size_t end = line.find(" #");
+  std::string_view s = line.substr(0, end);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '-' || s.back() == '+' || IsDigit(s.back()))) s.remove_suffix(1);
+  if (s.empty() || (s.back() != '>' && s.back() != '|')) return -1;
+  s.remove_suffix(1);
+  if (s.size() <= indent) return -1;
+  return s.back() == ' ' && (s[s.size() - 2] == ':' || s[s.size() - 2] == '-') ? static_cast<int>(indent) : -1;
+}
+
+}  // namespace
+
+std::string LeanRuleText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  int examples = -1;  // inside an examples: block: lines indented deeper are dropped
+  int block = -1;     // inside a block scalar: lines indented deeper are its text
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    const size_t ind = line.find_first_not_of(' ');
+    bool drop = false;
+    if (ind == std::string_view::npos) {
+      drop = examples >= 0;
+    } else if (examples >= 0 && static_cast<int>(ind) > examples) {
+      drop = true;
+    } else if (block >= 0 && static_cast<int>(ind) > block) {
+      examples = -1;  // the block's text: kept as it is
+    } else {
+      examples = block = -1;
+      const std::string_view body = line.substr(ind);
+      if (body[0] == '#') {
+        drop = true;
+      } else if (StartsWith(body, "examples:")) {
+        drop = true;
+        examples = static_cast<int>(ind);
+      } else {
+        block = BlockScalarIndent(line, ind);
+      }
+    }
+    if (!drop) out.append(line);
+    if (end < text.size()) out += '\n';
+    pos = end + 1;
+  }
+  return out;
+}
+
+void RuleLoader::AddEmbedded(bool examples) {
   impl_->embedded = true;
   // yaml-cpp parses ~1 us per byte, most of the start-up time: the files are
   // parsed on two threads, then read in order (diagnostics stay in file order).
@@ -42,17 +95,21 @@ void RuleLoader::AddEmbedded() {
   OnTwoThreads(docs.size(), [&](size_t k) {
     const size_t i = by_size[k];
     try {
-      docs[i] = RuleReader::Parse(kEmbeddedRuleFiles[i].name, kEmbeddedRuleFiles[i].text, nullptr);
+      const char* text = kEmbeddedRuleFiles[i].text;
+      docs[i] = examples ? RuleReader::Parse(kEmbeddedRuleFiles[i].name, text, nullptr)
+                         : RuleReader::Parse(kEmbeddedRuleFiles[i].name, LeanRuleText(text), nullptr);
     } catch (const std::exception& e) {  // not a YAML error (out of memory): a load error
       docs[i].ok = false;
       docs[i].error_pos = SourcePos{kEmbeddedRuleFiles[i].name, 0, 0};
       docs[i].error = std::string("cannot parse: ") + e.what();
     }
   });
+  impl_->examples_stripped = !examples;
   for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
     sources_[kEmbeddedRuleFiles[i].name] = kEmbeddedRuleFiles[i].text;
     impl_->Read(kEmbeddedRuleFiles[i].name, docs[i]);
   }
+  impl_->examples_stripped = false;
 }
 
 void RuleLoader::BeginLayer() { ++impl_->layer; }
@@ -414,7 +471,7 @@ std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, st
                                    const std::vector<std::string>& disable, bool examples) {
   RuleLoader loader;
   loader.set_check_examples(examples || !user_dirs.empty());
-  loader.AddEmbedded();
+  loader.AddEmbedded(examples);
   for (const auto& d : user_dirs) {
     loader.BeginLayer();
     loader.AddDirectory(d);

@@ -42,8 +42,11 @@ class RuleLoader {
   RuleLoader();
   ~RuleLoader();
 
-  // Adds the rule files compiled into the binary (layer 0).
-  void AddEmbedded();
+  // Adds the rule files compiled into the binary (layer 0). Without
+  // `examples`, their comment lines and `examples:` blocks are blanked before
+  // they are parsed (LeanRuleText): a scan never reads them, and they are half
+  // the bytes yaml-cpp would parse at every start.
+  void AddEmbedded(bool examples = true);
   // Build then requires every fact the engine reads (rules/engine_contract.h)
   // to be declared, as it does with the built-in rules (AddEmbedded sets it):
   // for rule files that stand in for the built-in ones.
@@ -121,6 +124,10 @@ std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, st
                                    bool examples = true);
 
 // The rule files embedded at build time (generated from rules/*.yaml).
+// `text` with its comment lines and `examples:` blocks blank, line for line
+// (diagnostics keep their positions); block scalars (`>-`, `|`) are kept whole.
+std::string LeanRuleText(std::string_view text);
+
 struct EmbeddedRuleFile {
   const char* name;
   const char* text;

@@ -41,6 +41,9 @@ class RuleReader {
   std::vector<Diagnostic> diags;
 
   std::string file;  // the document being read, for positions
+  // The built-in files being read had their examples blanked (LeanRuleText):
+  // their rules need none (rules --check and the tests read them whole).
+  bool examples_stripped = false;
 
   // Reads one rule file, every YAML document of it, into facts / rules /
   // correlations (all layers' data stays here; RuleLoader::Build validates and

@@ -717,5 +717,67 @@ TEST(RuleLoader, BuiltInRulesLoadAndTheirSamplesPass) {
   EXPECT_GT(set->correlations().size(), 5u);
 }
 
+// A scan loads the built-in files without their comments and examples
+// (LeanRuleText): the rules it compiles are the same, field for field.
+TEST(RuleLoader, LeanBuiltInRulesAreTheWholeOnesWithoutExamples) {
+  std::string e1, e2;
+  auto whole = LoadRules({}, &e1, nullptr, {}, /*examples=*/true);
+  auto lean = LoadRules({}, &e2, nullptr, {}, /*examples=*/false);
+  ASSERT_TRUE(whole) << e1;
+  ASSERT_TRUE(lean) << e2;
+  EXPECT_EQ(lean->content_hash(), whole->content_hash());  // of the files as shipped
+  ASSERT_EQ(lean->rules().size(), whole->rules().size());
+  for (size_t i = 0; i < whole->rules().size(); ++i) {
+    const LineRule& a = whole->rules()[i].spec;
+    const LineRule& b = lean->rules()[i].spec;
+    EXPECT_EQ(b.id.value, a.id.value);
+    EXPECT_EQ(b.pattern.value, a.pattern.value) << a.id.value;
+    EXPECT_EQ(b.pattern.pos.line, a.pattern.pos.line) << a.id.value;  // blanked line for line
+    EXPECT_EQ(b.finding.explanation.value, a.finding.explanation.value) << a.id.value;
+    EXPECT_EQ(b.finding.remediation.value, a.finding.remediation.value) << a.id.value;
+    EXPECT_EQ(b.references, a.references) << a.id.value;
+    ASSERT_EQ(b.facts.size(), a.facts.size()) << a.id.value;
+    for (size_t k = 0; k < a.facts.size(); ++k) EXPECT_EQ(b.facts[k].value.value, a.facts[k].value.value);
+    ASSERT_EQ(b.lookups.size(), a.lookups.size()) << a.id.value;
+    for (size_t k = 0; k < a.lookups.size(); ++k) {
+      EXPECT_EQ(b.lookups[k].map, a.lookups[k].map) << a.id.value;
+      EXPECT_EQ(b.lookups[k].default_value, a.lookups[k].default_value) << a.id.value;
+    }
+    EXPECT_TRUE(b.match.empty() && b.no_match.empty()) << a.id.value;
+  }
+  ASSERT_EQ(lean->correlations().size(), whole->correlations().size());
+  for (size_t i = 0; i < whole->correlations().size(); ++i) {
+    EXPECT_EQ(lean->correlations()[i].spec.id.value, whole->correlations()[i].spec.id.value);
+    EXPECT_EQ(lean->correlations()[i].spec.finding.explanation.value,
+              whole->correlations()[i].spec.finding.explanation.value);
+  }
+}
+
+TEST(RuleLoader, LeanTextBlanksCommentsAndExamplesButNotABlockScalarsText) {
+  const std::string text =
+      "# a comment\n"
+      "rules:\n"
+      "  - id: X\n"
+      "    explanation: >-\n"
+      "      # not a comment: the text\n"
+      "      more\n"
+      "    examples:\n"
+      "      match:\n"
+      "        - \"a\"\n"
+      "\n"
+      "      no_match: [b]\n"
+      "    # comment\n"
+      "    title: t\n";
+  EXPECT_EQ(LeanRuleText(text),
+            "\n"
+            "rules:\n"
+            "  - id: X\n"
+            "    explanation: >-\n"
+            "      # not a comment: the text\n"
+            "      more\n"
+            "\n\n\n\n\n\n"
+            "    title: t\n");
+}
+
 }  // namespace
 }  // namespace ncclscan
