@@ -117,6 +117,59 @@ TEST(Determinism, EveryCorpusCaseIsTheSameAtEveryThreadCount) {
   }
 }
 
+// What a diagnosis says, without where its evidence sits (paths, bytes, text).
+std::string Verdict(const Diagnosis& d) {
+  std::string s = std::to_string(static_cast<int>(d.status)) + " primary " + std::to_string(d.primary) + "\n";
+  for (const Finding& f : d.findings) {
+    s += f.rule_id + " " + std::to_string(static_cast<int>(f.severity)) + " " + CompactRanks(f.ranks) + " " +
+         CompactRanks(f.suspect_ranks) + " [";
+    for (const auto& h : f.suspect_hosts) s += h + ",";
+    s += "] " + std::to_string(f.count) + "\n";
+  }
+  return s;
+}
+
+// The same logs with CRLF line ends (a Windows editor, a Docker log on a Windows
+// host, a paste from a browser) say the same: regression (corpus nanotron-204: a
+// terminal hard wrap after "Watchdog caught " was not rejoined when the line
+// ended in '\r', and the culprit changed from rank 0 to rank 2).
+TEST(Determinism, EveryCorpusCaseSaysTheSameWithCrlfLineEnds) {
+  int checked = 0;
+  for (const fs::path& c : CorpusCases()) {
+    SCOPED_TRACE(c.filename().string());
+    const std::vector<std::string> files = CaseFiles(c);
+    if (files.empty()) continue;
+    TempDir tmp;
+    std::vector<std::string> crlf;
+    bool text_only = true;
+    for (size_t i = 0; i < files.size() && text_only; ++i) {
+      if (fs::path(files[i]).filename() == "golden.json") continue;
+      std::ifstream in(files[i], std::ios::binary);
+      std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      // Binary inputs (compressed, pickled dumps) are read as they are.
+      text_only = body.find('\0') == std::string::npos && (body.empty() || static_cast<unsigned char>(body[0]) < 0x80);
+      std::string out;
+      for (size_t k = 0; k < body.size(); ++k) {
+        if (body[k] == '\n' && (k == 0 || body[k - 1] != '\r')) out += '\r';
+        out += body[k];
+      }
+      crlf.push_back(tmp.Write(std::to_string(i) + "-" + fs::path(files[i]).filename().string(), out));
+    }
+    if (!text_only) continue;
+    ScanOptions o;
+    o.jobs = 1;
+    std::vector<std::string> logs;
+    for (const auto& f : files) {
+      if (fs::path(f).filename() != "golden.json") logs.push_back(f);
+    }
+    const Analysis want = Analyze(BuiltInRules(), logs, o);
+    const Analysis got = Analyze(BuiltInRules(), crlf, o);
+    EXPECT_EQ(Verdict(got.diagnosis), Verdict(want.diagnosis));
+    ++checked;
+  }
+  EXPECT_GT(checked, 300);
+}
+
 TEST(Partial, EveryCorpusCaseMergesToItsScan) {
   std::vector<fs::path> cases = CorpusCases();
   ASSERT_GT(cases.size(), 100u);

@@ -170,6 +170,9 @@ bool WrapHead(char ch) {
 
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
                    std::string_view* joined) {
+  // A CRLF file's lines end in '\r': the wrap is judged, and joined, without it.
+  if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+  if (!next.empty() && next.back() == '\r') next.remove_suffix(1);
   if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
   // Another rank's line glued at the end of this one is the line that wraps.
   const std::string_view whole = first;
