@@ -37,9 +37,12 @@ LineParser::LineParser() : json_(new Json) {}
 namespace {
 
 size_t Find(std::string_view s, std::string_view needle, size_t from = 0) { return FindLiteral(s, needle, from); }
-// The line without its trailing CR / LF bytes.
+// The line without its trailing CR / LF bytes and blanks (a paste from tmux or
+// screen pads each line with spaces to the terminal's width).
 std::string_view WithoutLineEnd(std::string_view s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
   return s;
 }
 

@@ -51,6 +51,18 @@ double ConsumeGlogTime(std::string_view* s) {
 
 }  // namespace
 
+namespace {
+
+// Where a c10 / glog header "…file.cpp:N] " closes: its "] ", or a "]" that
+// ends the line (an empty message, whose blank the line's end lost).
+size_t HeaderClose(std::string_view u) {
+  const size_t close = u.find("] ");
+  if (close == std::string_view::npos && !u.empty() && u.back() == ']') return u.size() - 1;
+  return close;
+}
+
+}  // namespace
+
 // "[PG ID 0 PG GUID 0(default_pg) Rank 3] ", "[PG 1 Rank 0] ", "[Rank 3] ".
 void ParsePgPrefix(std::string_view msg, ParsedLine* line) {
   if (msg.empty() || msg[0] != '[') return;
@@ -92,12 +104,12 @@ bool ParseTorchHeader(ParsedLine* line) {
       line->time = ts;
     }
     if (!ConsumePrefix(&u, " ")) return false;
-    size_t close = u.find("] ");
+    size_t close = HeaderClose(u);
     if (close == std::string_view::npos || close > 200 || u.substr(0, close).find(' ') != std::string_view::npos) {
       return false;
     }
     file = u.substr(0, close);
-    line->message = u.substr(close + 2);
+    line->message = u.substr(std::min(close + 2, u.size()));
   } else if (IsSeverity(s[0]) && IsDigit(s[1])) {
     // glog: "E0731 10:50:08.043000 3247964 path/api.py:869] msg"
     std::string_view u = s.substr(1);
@@ -107,10 +119,10 @@ bool ParseTorchHeader(ParsedLine* line) {
     if (!ConsumePrefix(&u, " ")) return false;
     while (!u.empty() && u[0] == ' ') u.remove_prefix(1);
     if (!ConsumeInt(&u, &tid) || !ConsumePrefix(&u, " ")) return false;
-    size_t close = u.find("] ");
+    size_t close = HeaderClose(u);
     if (close == std::string_view::npos || close > 300) return false;
     file = u.substr(0, close);
-    line->message = u.substr(close + 2);
+    line->message = u.substr(std::min(close + 2, u.size()));
     line->time = ts;
   } else if (StartsWith(s, "[20") && s.size() > 26 && s[24] == ']') {
     // torch 2.1-2.2 python logger "[2024-07-25 06:36:18,293] torch.distributed.elastic…: [WARNING] msg"

@@ -170,9 +170,27 @@ bool WrapHead(char ch) {
 
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
                    std::string_view* joined) {
-  // A CRLF file's lines end in '\r': the wrap is judged, and joined, without it.
-  if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
-  if (!next.empty() && next.back() == '\r') next.remove_suffix(1);
+  // A CRLF file's lines end in '\r', a paste from tmux or screen in the blanks
+  // that pad it to the terminal's width: the wrap is judged, and joined,
+  // without them. A line cut after a blank fills the width and ends in that one
+  // blank; more blanks are padding, of a line that ended there.
+  auto trim = [](std::string_view* s) {
+    if (!s->empty() && s->back() == '\r') s->remove_suffix(1);
+    int blanks = 0;
+    while (!s->empty() && (s->back() == ' ' || s->back() == '\t')) {
+      ++blanks;
+      s->remove_suffix(1);
+    }
+    return blanks;
+  };
+  const bool cut_at_blank = trim(&first) == 1;
+  trim(&next);
+  std::string padded;
+  if (cut_at_blank) {
+    padded.assign(first.data(), first.size());
+    padded += ' ';
+    first = c->arena.Store(padded);
+  }
   if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
   // Another rank's line glued at the end of this one is the line that wraps.
   const std::string_view whole = first;
