@@ -171,8 +171,12 @@ Family ClassifyHeaderless(std::string_view t) {
       Contains(t, "Root Cause (first observed failure)") || Contains(t, "Sending process")) {
     return Family::kElastic;
   }
-  if (StartsWith(t, "  rank      :") || StartsWith(t, "  exitcode  :") || StartsWith(t, "  host      :") ||
-      StartsWith(t, "  traceback :") || StartsWith(t, "  time      :") || StartsWith(t, "  error_file:")) {
+  // The ChildFailedError table's rows ("  rank      : 1 (local_rank: 1)"), also when a
+  // wrapper before them (a timestamp, a pod label) took their indent with its blank.
+  std::string_view row = t;
+  while (!row.empty() && row[0] == ' ') row.remove_prefix(1);
+  if (StartsWith(row, "rank      :") || StartsWith(row, "exitcode  :") || StartsWith(row, "host      :") ||
+      StartsWith(row, "traceback :") || StartsWith(row, "time      :") || StartsWith(row, "error_file:")) {
     return Family::kElastic;
   }
   if (Contains(t, "NCCL") || Contains(t, "ProcessGroup") || Contains(t, "DistBackendError") || Contains(t, "what():") ||

@@ -134,6 +134,12 @@ INSTANTIATE_TEST_SUITE_P(
              "closing signal SIGTERM",
              Family::kElastic, "Sending process 179 closing signal SIGTERM"},
         Case{"elastic_table", "  exitcode  : -6 (pid: 3437)", Family::kElastic, "  exitcode  : -6 (pid: 3437)"},
+        // A timestamp wrapper takes the row's indent with its blank (kubectl --timestamps).
+        Case{"elastic_table_timestamped", "2024-05-01T10:00:00.123456Z   rank      : 1 (local_rank: 1)",
+             Family::kElastic, "rank      : 1 (local_rank: 1)", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
+        // Padding after the header of an empty glog message ("run.py:793] " + blanks).
+        Case{"glog_empty_message_padded", "W1122 13:44:17.609000 1824 torch/distributed/run.py:793]    ",
+             Family::kElastic, "", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
         Case{"traceback",
              "[rank2]: torch.distributed.DistBackendError: NCCL error in: /pytorch/x.cpp:1, unhandled cuda error",
              Family::kTorch,
