@@ -111,6 +111,15 @@ INSTANTIATE_TEST_SUITE_P(
             "incomplete",
             "RUN-NO-PROGRESS-SHOWN",
             ""},
+        // nccl-tests' banner and device table, printed before init, and nothing after:
+        // no result, no NCCL line (corpus nccl-tests-213: two jobs that each printed it).
+        Row{"nccltests_banner_only",
+            {"# nThread 1 nGpus 2 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n#\n"
+             "# Using devices\n#  Rank  0 Group  0 Pid    798 on       hw14 device  0 [0x0f] NVIDIA H800\n"
+             "#  Rank  1 Group  0 Pid    798 on       hw14 device  1 [0x34] NVIDIA H800\n"},
+            "incomplete",
+            "RUN-NO-PROGRESS-SHOWN",
+            ""},
         // Rank 1 timed out fetching the ncclUniqueId only rank 0 writes, and rank 0
         // left no trace: waiting for rank 0 is not a failure of rank 1's own.
         Row{"store_wait_for_rank0",

@@ -342,8 +342,16 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
   const StoryFacts facts = ResolveStoryFacts(rules);
   std::vector<int> ends;
-  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kNccltestsResult, Fact::kNccltestsRank}) {
+  // nccl-tests' rank banner is printed before init: with no result after it, the
+  // test shows no progress either (two separate jobs that each printed a banner).
+  // A stall report (Horovod's stall inspector) shows where the run stood, as a timeout does.
+  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kStallMissing, Fact::kStoreWait, Fact::kNccltestsResult}) {
     if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
+  }
+  // An error line shows how the run ended, whoever printed it ("Test NCCL failure").
+  for (const auto& kv : state.line_findings()) {
+    const int r = kv.second.rule;
+    if (r >= 0 && rules.rules()[r].spec.finding.severity >= Severity::kError) return;
   }
   const int last_line = rules.fact(Fact::kLastLine);
   int processes = 0;
@@ -361,7 +369,10 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
     if (last && ev.size() < kMaxEvidencePerFinding) ev.push_back(last->evidence);
   }
   const Counters& counters = state.counters();
-  if (counters.recognised_lines() == 0) return;  // nothing recognised: "unknown", said elsewhere
+  // Nothing recognised: "unknown", said elsewhere. nccl-tests' banner counts as read.
+  bool nccltests = false, results = false;
+  NcclTestsShown(state, &nccltests, &results);
+  if (counters.recognised_lines() == 0 && !nccltests) return;
   // What was read, by family ("3 PyTorch and 12 NCCL lines").
   std::vector<std::string> read;
   const std::pair<Family, const char*> kNames[] = {
@@ -371,6 +382,7 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
     if (n > 0) read.push_back(fmt::format("{} {}", n, name));
   }
   const bool nccl = counters.family_lines[static_cast<int>(Family::kNccl)] > 0;
+  if (nccltests) read.push_back("nccl-tests banner");
   Vars vars{{"processes", std::to_string(processes)},
             {"lines", Join(read) + " line(s)"},
             {"init", nccl ? "no NCCL line that marks a stage of communicator init (Init START or COMPLETE, the "
