@@ -470,8 +470,11 @@ std::string RenderDiagnostic(const Diagnostic& d, const std::map<std::string, st
 std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, std::string* errors, int* num_errors,
                                    const std::vector<std::string>& disable, bool examples) {
   RuleLoader loader;
-  loader.set_check_examples(examples || !user_dirs.empty());
-  loader.AddEmbedded(examples);
+  // User rule files' examples are checked against every rule, the built-in
+  // ones' near misses included: then the built-in files are read whole.
+  const bool check = examples || !user_dirs.empty();
+  loader.set_check_examples(check);
+  loader.AddEmbedded(check);
   for (const auto& d : user_dirs) {
     loader.BeginLayer();
     loader.AddDirectory(d);
