@@ -49,10 +49,6 @@ double ConsumeGlogTime(std::string_view* s) {
   return ts;
 }
 
-}  // namespace
-
-namespace {
-
 // Where a c10 / glog header "…file.cpp:N] " closes: its "] ", or a "]" that
 // ends the line (an empty message, whose blank the line's end lost).
 size_t HeaderClose(std::string_view u) {

@@ -185,11 +185,15 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   };
   const bool cut_at_blank = trim(&first) == 1;
   trim(&next);
-  std::string padded;
   if (cut_at_blank) {
-    padded.assign(first.data(), first.size());
-    padded += ' ';
-    first = c->arena.Store(padded);
+    // The one blank is kept as a space: the line's own byte when it is one (no copy).
+    if (first.data()[first.size()] == ' ') {
+      first = std::string_view(first.data(), first.size() + 1);
+    } else {
+      std::string padded(first);
+      padded += ' ';
+      first = c->arena.Store(padded);
+    }
   }
   if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
   // Another rank's line glued at the end of this one is the line that wraps.
