@@ -73,8 +73,12 @@ bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* 
   while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.remove_suffix(1);
   out->text = arena->Store(log);
   if (!time.empty()) {
-    double ts = ConsumeIsoTimestamp(&time);
-    if (ts >= 0 && out->time < 0) out->time = ts;
+    int16_t year = 0;
+    double ts = ConsumeIsoTimestamp(&time, &year);
+    if (ts >= 0 && out->time < 0) {
+      out->time = ts;
+      out->year = year;
+    }
   }
   return true;
 }
@@ -226,7 +230,10 @@ bool LineParser::ContinueInterfaceList(Arena* arena, ParsedLine* out) {
   out->text = arena->Store(list_.text);
   out->message = out->text.substr(list_.message_at);
   out->host = arena->Store(list_.host);
-  if (out->time < 0) out->time = open.time;
+  if (out->time < 0) {
+    out->time = open.time;
+    out->year = open.year;
+  }
   list_.next = following;  // -1: "; OOB …" ended it
   list_.continued = true;
   return true;

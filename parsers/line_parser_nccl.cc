@@ -85,9 +85,11 @@ void ParseNcclTimestamp(std::string_view pre, ParsedLine* line) {
   size_t k = pre.find_first_of("0123456789");
   while (k != std::string_view::npos && k + 19 <= pre.size()) {
     std::string_view u = pre.substr(k);
-    double ts = ConsumeIsoTimestamp(&u);
+    int16_t year = 0;
+    double ts = ConsumeIsoTimestamp(&u, &year);
     if (ts >= 0) {
       line->time = ts;
+      line->year = year;
       return;
     }
     k = pre.find_first_of("0123456789", pre.find_first_not_of("0123456789", k));

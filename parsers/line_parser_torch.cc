@@ -123,9 +123,11 @@ bool ParseTorchHeader(ParsedLine* line) {
   } else if (StartsWith(s, "[20") && s.size() > 26 && s[24] == ']') {
     // torch 2.1-2.2 python logger "[2024-07-25 06:36:18,293] torch.distributed.elastic…: [WARNING] msg"
     std::string_view u = s.substr(1);
-    double ts = ConsumeIsoTimestamp(&u);
+    int16_t year = 0;
+    double ts = ConsumeIsoTimestamp(&u, &year);
     if (ts < 0 || !ConsumePrefix(&u, "] ")) return false;
     line->time = ts;
+    line->year = year;
     size_t colon = u.find(": ");
     if (colon == std::string_view::npos) return false;
     file = u.substr(0, colon);

@@ -42,6 +42,7 @@ struct ParsedLine {
   std::string_view src_file;   // grep -H
   int64_t src_line = -1;       // grep -n
   double time = -1;            // seconds since Jan 1 (year unknown); -1 = none
+  int16_t year = 0;            // the year its timestamp printed (ISO forms), 0 = none
 
   // NCCL header.
   NcclLevel level = NcclLevel::kNone;

@@ -386,7 +386,16 @@ bool Fixed(std::string_view s, size_t pos, size_t n, int* out) {
 }
 }  // namespace
 
-double ConsumeIsoTimestamp(std::string_view* s) {
+std::string FormatTime(double t, int year) {
+  if (year <= 0 || year > 9999) return FormatSecondsOfYear(t);
+  std::string md = FormatSecondsOfYear(t);  // "MM-DD HH:MM:SS.mmm"
+  md[5] = 'T';
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04d-", year);
+  return buf + md;
+}
+
+double ConsumeIsoTimestamp(std::string_view* s, int16_t* year) {
   // YYYY-MM-DD[T ]HH:MM:SS
   int y, mo, d, h, mi, se;
   const std::string_view t = *s;
@@ -418,6 +427,7 @@ double ConsumeIsoTimestamp(std::string_view* s) {
   double v = SecondsOfYear(mo, d, h, mi, se + frac);
   if (v < 0) return -1;
   s->remove_prefix(i);
+  if (year) *year = static_cast<int16_t>(y);
   return v;
 }
 

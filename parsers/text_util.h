@@ -85,8 +85,12 @@ std::string FormatSecondsOfYear(double t);
 
 // Timestamps recognised at the front of *s (consumed with trailing spaces):
 //   2024-11-22T10:15:32.123456789Z / 2024-11-22 10:15:32,293 / with offset
-// Returns seconds-of-year, or -1 when *s does not start with one.
-double ConsumeIsoTimestamp(std::string_view* s);
+// Returns seconds-of-year, or -1 when *s does not start with one; *year (when
+// not null) gets the year it names.
+double ConsumeIsoTimestamp(std::string_view* s, int16_t* year = nullptr);
+// "YYYY-MM-DDTHH:MM:SS.mmm" (ISO 8601, the log's local time) for seconds-of-year t
+// in `year`; FormatSecondsOfYear's form when year is 0.
+std::string FormatTime(double t, int year);
 
 // Length of the valid UTF-8 sequence at s[i] (1-4) with its code point in
 // *cp, or 0 when the bytes there are not valid UTF-8 (overlong, surrogate,

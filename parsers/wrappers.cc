@@ -269,14 +269,18 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
   if (!(t.size() >= 19 && IsDigit(t[0]) && t[4] == '-')) return Strip::kNotThis;
   std::string_view u = t;
-  double ts = ConsumeIsoTimestamp(&u);
+  int16_t year = 0;
+  double ts = ConsumeIsoTimestamp(&u, &year);
   if (!(ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']'))) return Strip::kNotThis;
   while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
   if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
     if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
     }
   }
-  if (out->time < 0) out->time = ts;
+  if (out->time < 0) {
+    out->time = ts;
+    out->year = year;
+  }
   *s = u;
   return Strip::kStripped;
 }
@@ -491,10 +495,14 @@ Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out) {
   double ts =
       SecondsOfYear(month, static_cast<int>(day), static_cast<int>(hh), static_cast<int>(mm), static_cast<double>(ss));
   if (ts < 0) return Strip::kNotThis;
-  if (out->time < 0) out->time = ts;
+  const bool first_time = out->time < 0;
+  if (first_time) out->time = ts;
   int64_t year;
   std::string_view y = u;
-  if (ConsumePrefix(&y, " ") && ConsumeInt(&y, &year)) u = y;  // ctime year
+  if (ConsumePrefix(&y, " ") && ConsumeInt(&y, &year)) {  // ctime year
+    u = y;
+    if (first_time && year >= 1970 && year <= 9999) out->year = static_cast<int16_t>(year);
+  }
   if (!u.empty() && u[0] == ' ') {
     // syslog "host app[123]: "
     std::string_view v = u.substr(1);

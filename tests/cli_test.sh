@@ -968,13 +968,13 @@ body = subprocess.run(['zstd', '-q', '-d', '-c'], input=raw[len(MAGIC) + 1:], st
 r = R(body); sig = r.S(); writer = r.S()
 for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
     finding = (S('K') + I(0) + S('') + U(0) + U(0)
-               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0) + I(-1)
+               + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0) + I(-1) + I(-1)
                + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
     # The parts in turn (engine/state/parts.h): files (one, then skipped,
     # origins, labels), subjects, communicators, identity clues, line findings
-    # (this one, no open WARN), dumps, counters.
+    # (this one, no open WARN), dumps, counters (17, then the first and last year).
     state = (U(1) + S('x.log') + U(1) + U(1) + S('') + I(-1) + I(-1) + S('') + I(-1) + U(0) * 5
-             + U(0) * 2 + U(0) * 3 + U(0) * 5 + U(1) + finding + U(0) + U(0) + U(0) * 17)
+             + U(0) * 2 + U(0) * 3 + U(0) * 5 + U(1) + finding + U(0) + U(0) + U(0) * 17 + U(0) * 2)
     out = S(sig) + S(writer) + U(0) + U(1) + S('x.log') + S(state)
     z = subprocess.run(['zstd', '-q', '-c', '-3', '--check'], input=out, stdout=subprocess.PIPE, check=True).stdout
     open(f'{sys.argv[2]}/{name}.part', 'wb').write(MAGIC + raw[len(MAGIC):len(MAGIC) + 1] + z)

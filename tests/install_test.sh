@@ -50,6 +50,12 @@ if [ "$MODE" = install ]; then
     if [ -z "$w" ]; then ok man_page_renders_cleanly; else bad man_page_renders_cleanly "$(head -c 200 <<<"$w")"; fi
   fi
 
+  if python3 -c "import json,sys; sys.exit('findings' not in json.load(open(sys.argv[1]))['properties'])" "$P/share/ncclscan/diagnosis.schema.json" 2>/dev/null; then
+    ok schema_installed
+  else
+    bad schema_installed "$P/share/ncclscan/diagnosis.schema.json"
+  fi
+
   COMP="$P/share/bash-completion/completions/ncclscan"
   if bash -c "source '$COMP' && complete -p ncclscan" >/dev/null 2>&1; then ok completion_loads; else bad completion_loads "$COMP"; fi
   missing=""
@@ -69,7 +75,7 @@ elif [ "$MODE" = deb ]; then
   if cpack -G DEB --config "$B/CPackConfig.cmake" -B "$W/pkg" >"$W/log" 2>&1; then ok cpack_deb; else bad cpack_deb "$(tail -5 "$W/log")"; fi
   deb=$(ls "$W"/pkg/*.deb 2>/dev/null | head -1)
   contents=$(dpkg-deb -c "$deb" 2>&1)
-  for f in ./usr/bin/ncclscan ./usr/share/man/man1/ncclscan.1 ./usr/share/bash-completion/completions/ncclscan; do
+  for f in ./usr/bin/ncclscan ./usr/share/man/man1/ncclscan.1 ./usr/share/bash-completion/completions/ncclscan ./usr/share/ncclscan/diagnosis.schema.json; do
     name=deb_holds${f//[.\/]/_}
     if grep -q " $f\$" <<<"$contents"; then ok "$name"; else bad "$name" "not in $(basename "$deb")"; fi
   done

@@ -544,6 +544,35 @@ TEST(Timestamps, RejectOutOfRangeFields) {
   EXPECT_GE(SecondsOfYear(12, 31, 23, 59, 59.5), 0);
 }
 
+// The year a timestamp names is kept (reports write ISO 8601 with it); glog's
+// and syslog's forms name none.
+TEST(Timestamps, YearWhereTheLinePrintsOne) {
+  const std::pair<std::string, int> cases[] = {
+      {"2024-11-22T10:15:32.123456789Z gpu-a17:48213:48213 [3] NCCL INFO Using network IB", 2024},
+      {"[2025-05-02 14:03:11] gpu-a17:48213:48213 [3] NCCL INFO Using network IB", 2025},
+      {"[2023-07-25 06:36:18,293] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGTERM",
+       2023},
+      {"Thu Jan 23 11:55:50 2025[1,1]<stderr>:gpu-a17:48213:48213 [3] NCCL INFO Using network IB", 2025},
+      {R"({"log":"gpu-a17:48213:48290 [3] NCCL INFO Using network IB\n","time":"2022-11-22T10:15:32Z"})", 2022},
+      {"[E1122 10:15:32.123456 ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout", 0},
+      {"Nov 22 10:15:32 gpu-a17 python[123]: gpu-a17:48213:48213 [3] NCCL INFO Using network IB", 0},
+      {"gpu-a17:48213:48213 [3] NCCL INFO Using network IB", 0},
+  };
+  for (const auto& [raw, year] : cases) {
+    LineParser parser;
+    Arena arena;
+    ParsedLine pl;
+    std::string_view rest;
+    parser.Parse(raw, &arena, &pl, &rest);
+    EXPECT_EQ(pl.year, year) << raw;
+    if (year) {
+      EXPECT_GE(pl.time, 0) << raw;
+    }
+  }
+  EXPECT_EQ(FormatTime(SecondsOfYear(11, 22, 10, 15, 32.5), 2024), "2024-11-22T10:15:32.500");
+  EXPECT_EQ(FormatTime(SecondsOfYear(11, 22, 10, 15, 32.5), 0), "11-22 10:15:32.500");
+}
+
 TEST(PathHints, RankFromFileNames) {
   EXPECT_EQ(ParsePathHints("logs/rank3.log").rank, 3);
   EXPECT_EQ(ParsePathHints("logs/rank_12.txt").rank, 12);

@@ -29,6 +29,47 @@ def run(cmd, stdin=None):
     return p.stdout, "%s, want 0 or 1 (stderr: %s)" % (how, err)
 
 
+def expand(ranges):
+    """'0-2,5' -> [0, 1, 2, 5]."""
+    out = []
+    for part in filter(None, ranges.split(",")):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def contract(doc):
+    """What the schema cannot say: the bot contract's cross-field promises."""
+    errors = []
+    findings = doc.get("findings", [])
+    by_fp = {f["fingerprint"]: f for f in findings}
+    iso = None
+    for i, f in enumerate(findings):
+        for where, who in (("", f), ("suspects.", f["suspects"]), ("reporters.", f["reporters"])):
+            if who["rank_ids"] != expand(who["ranks"]):
+                errors.append("findings/%d/%srank_ids %s is not ranks '%s'" % (i, where, who["rank_ids"], who["ranks"]))
+        for fp in f["explained_by_findings"]:
+            other = by_fp.get(fp)
+            if other is None:
+                if len(findings) < 200:
+                    errors.append("findings/%d explained_by_findings names %s, no finding has it" % (i, fp))
+            elif f["fingerprint"] not in other["explains"] or other["rule"] not in f["explained_by"]:
+                errors.append("findings/%d explained by %s, which does not say it explains it" % (i, fp))
+        for fp in f["explains"]:
+            other = by_fp.get(fp)
+            if other is not None and f["fingerprint"] not in other["explained_by_findings"]:
+                errors.append("findings/%d explains %s, which does not name it" % (i, fp))
+        # One clock for a document: ISO 8601 everywhere or nowhere.
+        times = [f["first_seen"], f["last_seen"]] + [e["time"] for e in f["evidence"]]
+        for t in filter(None, times):
+            this = "T" in t
+            if iso is None:
+                iso = this
+            elif iso != this:
+                errors.append("findings/%d mixes ISO 8601 and MM-DD times (%s)" % (i, t))
+    return errors
+
+
 def validate(validator, name, out):
     """Prints PASS/FAIL for one JSON document; returns 1 if it failed."""
     try:
@@ -37,6 +78,13 @@ def validate(validator, name, out):
         print("FAIL", name, ": invalid JSON:", e)
         return 1
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    if not errors:
+        problems = contract(doc)
+        if problems:
+            print("FAIL", name)
+            for p in problems[:5]:
+                print("   ", p)
+            return 1
     if errors:
         print("FAIL", name)
         for e in errors[:5]:
@@ -46,11 +94,26 @@ def validate(validator, name, out):
     return 0
 
 
+def closed(schema):
+    """The schema with every object that lists its properties closed to others.
+
+    The published schema lets readers meet fields of a later minor version; our
+    own output must hold only the fields it documents, so the test closes it."""
+    if isinstance(schema, dict):
+        out = {k: closed(v) for k, v in schema.items()}
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [closed(v) for v in schema]
+    return schema
+
+
 def main():
     schema_path, exe, corpus = sys.argv[1:4]
     with open(schema_path) as f:
         schema = json.load(f)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(closed(schema))
     cases = sorted(root for root, _, files in os.walk(corpus) if "expected.json" in files)
     if not cases:
         print("no corpus cases under", corpus)

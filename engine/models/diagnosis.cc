@@ -362,14 +362,16 @@ Diagnosis Diagnose(const JobState& state) {
     }
   }
 
-  // Fingerprint = the problem, not the run: rule, role, category and the
-  // finding's key fields with host names, addresses, ports and pointers blanked.
-  // Never ranks, paths, pids or times. Findings of one rule whose keys meet
-  // after that are one finding.
+  // Fingerprint = the problem, not the run: rule, category and the finding's
+  // key fields with host names, addresses, ports and pointers blanked. Never
+  // ranks, paths, pids or times, nor the role: whether a finding is a root or
+  // a cascade depends on which other findings the logs happened to hold, and
+  // the same problem must open one ticket however complete they were.
+  // Findings of one rule whose keys meet after that are one finding.
   const std::set<std::string> job_hosts = state.Hosts();
   for (auto& f : fs) {
-    f.fingerprint = fmt::format("{:016x}", Fnv1a(f.rule_id + "|" + RoleName(f.role) + "|" + CategoryName(f.category) +
-                                                 "|" + NormaliseKey(f.group, job_hosts)));
+    f.fingerprint = fmt::format(
+        "{:016x}", Fnv1a(f.rule_id + "|" + CategoryName(f.category) + "|" + NormaliseKey(f.group, job_hosts)));
   }
   MergeSameProblem(&fs);
   JudgeKnownIssues(state, &fs);  // again on the pooled subjects of merged findings

@@ -72,18 +72,6 @@ void WriteSkipped(Json* j, const SkippedInputs& sk) {
   j->UInt(sk.walk_errors);
 }
 
-void WriteEvidence(Json* j, const JobState& st, const std::vector<Evidence>& ev) {
-  j->BeginArray();
-  for (const auto& e : ev) {
-    j->BeginObject();
-    j->KV("file", st.CitedPath(e));  // a grep -H -n prefix's file and line when there was one
-    j->KVInt("line", st.CitedLine(e));
-    j->KV("text", e.text);
-    j->EndObject();
-  }
-  j->EndArray();
-}
-
 std::string HumanBytes(uint64_t b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   double v = static_cast<double>(b);

@@ -17,7 +17,9 @@ namespace ncclscan {
 inline constexpr const char* kSchemaVersion = "ncclscan.diagnosis/1";
 // major.minor of the JSON document: the major is the "/1" of kSchemaVersion
 // (a breaking change bumps both); a minor adds fields. 1.1: findings[].known_issues.
-inline constexpr const char* kSchemaMinorVersion = "1.1";
+// 1.2: evidence rank/host/time, rank_ids, explained_by_findings/explains, ISO 8601
+// times where the logs name the year, fingerprints without the role.
+inline constexpr const char* kSchemaMinorVersion = "1.2";
 const char* ToolVersion();
 
 // Bounds on what a report prints (the rest is counted: "and N more"), so that

@@ -102,7 +102,32 @@ void WriteFactValue(Json* j, const FactSpec& spec, const FactValue& v);
 // input.skipped and input.walk_errors (engine/io/source.h: SkippedInputs).
 void WriteSkipped(Json* j, const SkippedInputs& sk);
 
-void WriteEvidence(Json* j, const JobState& st, const std::vector<Evidence>& ev);
+// Whose line a piece of evidence is: the live subject (JobState::subjects)
+// that printed it, -1 when unknown. Built once per report: the subject a line
+// finding recorded, else the rank the line names itself by, else the one
+// ranked process whose lines the file holds.
+class EvidenceOwners {
+ public:
+  explicit EvidenceOwners(const JobState& st);
+  int Of(const Evidence& e) const;
+  // The rank and host of Of(e): -1 / "" when unknown; the file's path hints
+  // (rank3.log, node7/) when no subject is known.
+  int Rank(const Evidence& e) const;
+  std::string Host(const Evidence& e) const;
+
+ private:
+  const JobState& st_;
+  std::map<int, int> by_rank_;           // rank -> live subject
+  std::map<int, int> only_one_in_file_;  // file -> its one ranked live subject (-1: several)
+};
+
+// Evidence as a JSON array: file and line as cited, text, and (schema 1.2)
+// rank, host and time of the line, null where unknown.
+void WriteEvidence(Json* j, const JobState& st, const EvidenceOwners& owners, const std::vector<Evidence>& ev);
+// A time of the logs (seconds of the year) as the JSON writes it: ISO 8601
+// when the logs name the year (Counters::Year), else "MM-DD HH:MM:SS.mmm";
+// null when -1.
+void WriteTime(Json* j, const JobState& st, double t);
 
 std::string HumanBytes(uint64_t b);
 

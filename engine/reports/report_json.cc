@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -236,7 +237,46 @@ void JsonVerdict(Json* j, const Diagnosis& d) {
   j->EndObject();
 }
 
+void WriteRankIds(Json* j, const std::vector<int>& ranks) {
+  j->Key("rank_ids");
+  j->BeginArray();
+  for (int r : ranks) j->Int(r);
+  j->EndArray();
+}
+
+// The fingerprints of the findings of each rule (a rule's findings can be several).
+std::map<std::string, std::vector<std::string>> FingerprintsByRule(const Diagnosis& d) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const Finding& f : d.findings) {
+    auto& v = out[f.rule_id];
+    if (std::find(v.begin(), v.end(), f.fingerprint) == v.end()) v.push_back(f.fingerprint);
+  }
+  return out;
+}
+
+void WriteStrings(Json* j, const char* key, const std::vector<std::string>& v) {
+  j->Key(key);
+  j->BeginArray();
+  for (const auto& s : v) j->String(s);
+  j->EndArray();
+}
+
 void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
+  const EvidenceOwners owners(st);
+  // explained_by names rules; explained_by_findings / explains link findings
+  // by fingerprint, the key a bot files tickets under.
+  const auto by_rule = FingerprintsByRule(d);
+  std::map<std::string, std::vector<std::string>> explains;  // fingerprint -> fingerprints it explains
+  for (const Finding& f : d.findings) {
+    for (const auto& root : f.explained_by) {
+      auto it = by_rule.find(root);
+      if (it == by_rule.end()) continue;
+      for (const auto& fp : it->second) {
+        auto& v = explains[fp];
+        if (std::find(v.begin(), v.end(), f.fingerprint) == v.end()) v.push_back(f.fingerprint);
+      }
+    }
+  }
   j->Key("findings");
   j->BeginArray();
   size_t findings_omitted = 0;  // past kMaxJsonFindings (ranked: the least important)
@@ -257,6 +297,7 @@ void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
     j->KV("title", Bounded(f.title));
     j->KV("explanation", Bounded(f.explanation));
     j->KV("ranks", CompactRanks(f.ranks));
+    WriteRankIds(j, f.ranks);
     j->Key("hosts");
     j->BeginArray();
     for (const auto& h : f.hosts) j->String(h);
@@ -277,7 +318,7 @@ void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
     }
     j->KVInt("count", f.count);
     j->Key("evidence");
-    WriteEvidence(j, st, f.evidence);
+    WriteEvidence(j, st, owners, f.evidence);
     j->KV("remediation", Bounded(f.remediation));
     j->Key("references");
     j->BeginArray();
@@ -311,10 +352,17 @@ void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
       j->EndObject();
     }
     j->EndArray();
-    j->Key("explained_by");
-    j->BeginArray();
-    for (const auto& e : f.explained_by) j->String(e);
-    j->EndArray();
+    WriteStrings(j, "explained_by", f.explained_by);
+    std::vector<std::string> explained_by_findings;
+    for (const auto& root : f.explained_by) {
+      auto it = by_rule.find(root);
+      if (it != by_rule.end()) {
+        explained_by_findings.insert(explained_by_findings.end(), it->second.begin(), it->second.end());
+      }
+    }
+    WriteStrings(j, "explained_by_findings", explained_by_findings);
+    auto ex = explains.find(f.fingerprint);
+    WriteStrings(j, "explains", ex == explains.end() ? std::vector<std::string>() : ex->second);
     j->Key("nccl_result");
     if (f.result.empty())
       j->Null();
@@ -330,6 +378,7 @@ void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
       j->Key(name);
       j->BeginObject();
       j->KV("ranks", CompactRanks(*who_ranks));
+      WriteRankIds(j, *who_ranks);
       j->Key("hosts");
       j->BeginArray();
       for (const auto& h : *who_hosts) j->String(h);
@@ -338,10 +387,7 @@ void JsonFindings(Json* j, const JobState& st, const Diagnosis& d) {
     }
     for (auto [name, seen] : {std::pair<const char*, const Seen*>{"first_seen", &f.first}, {"last_seen", &f.last}}) {
       j->Key(name);
-      if (seen->time < 0)
-        j->Null();
-      else
-        j->String(FormatSecondsOfYear(seen->time));
+      WriteTime(j, st, seen->time);
     }
     j->KV("instance", f.instance);
     j->KV("fingerprint", f.fingerprint);

@@ -287,6 +287,7 @@ bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_
     if (pl.binary) c->counters.binary_lines++;
     if (pl.had_nul) c->counters.nul_lines++;
     if (pl.bad_number) c->counters.bad_numbers++;
+    if (pl.year) c->counters.NoteYear(pl.year);
     c->counters.family_lines[static_cast<int>(pl.family)]++;
   } else {
     c->counters.glued_lines++;

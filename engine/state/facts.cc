@@ -107,6 +107,7 @@ void Put(WireWriter* w, const Evidence& e) {
   w->I(e.origin);
   w->I(e.origin_line);
   w->I(e.rank);
+  w->I(e.subject);
 }
 
 void Put(WireWriter* w, const FactValue& v) {
@@ -135,6 +136,9 @@ void Get(WireReader* r, Evidence* e, const Limits& l) {
   e->origin_line = r->I();
   e->rank = static_cast<int>(r->I());
   if (e->rank < -1 || e->rank >= kMaxRanks) r->Fail();
+  const int64_t subject = r->I();
+  if (subject < -1 || (subject >= 0 && static_cast<uint64_t>(subject) >= l.subjects)) r->Fail();
+  e->subject = r->ok() ? static_cast<int>(subject) : -1;
   CheckLine(r, e->file, e->line);
   CheckTime(r, e->time);
   if (e->origin_line < -1) r->Fail();

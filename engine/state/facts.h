@@ -41,6 +41,9 @@ struct Evidence {
   // Rank N]; SelfRank), -1 if none: where a report puts a line of a file
   // that several ranks wrote.
   int rank = -1;
+  // The subject (JobState::subjects) the line was taken for, -1 when not
+  // recorded (a fact's evidence: its subject holds it); JobState::EvidenceSubject.
+  int subject = -1;
 };
 
 // The global rank a line names itself by, -1 if none: its [rankN]: prefix

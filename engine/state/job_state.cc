@@ -288,6 +288,7 @@ void JobState::AddToLineFinding(const CompiledRule& r, int rule_idx, const Match
     acc.evidence.emplace_back();
     ev.CopyTo(&acc.evidence.back());
     Cite(ev, &acc.evidence.back());
+    acc.evidence.back().subject = si;
   }
   if (SeenBefore(seen, acc.first)) acc.first = seen;
   if (acc.count == 1 || SeenBefore(acc.last, seen)) acc.last = seen;

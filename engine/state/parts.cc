@@ -39,14 +39,21 @@ void PutInts(WireWriter* w, const std::set<int>& s) {
 
 void Counters::Encode(WireWriter* w) const {
   Each(*this, [&](uint64_t v) { w->U(v); });
+  w->U(static_cast<uint64_t>(year_min));
+  w->U(static_cast<uint64_t>(year_max));
 }
 
 void Counters::Decode(WireReader* r) {
   Each(*this, [&](uint64_t& v) { v = r->U(); });
+  const uint64_t lo = r->U(), hi = r->U();
+  if (lo > 9999 || hi > 9999 || lo > hi || (lo == 0) != (hi == 0)) r->Fail();
+  year_min = static_cast<int>(lo);
+  year_max = static_cast<int>(hi);
 }
 
 void Remap::Fix(Evidence* e) const {
   e->file = File(e->file);
+  e->subject = Subject(e->subject);
   if (e->origin >= 0) {
     e->origin = origin[e->origin];
     if (e->origin < 0) e->origin_line = 0;

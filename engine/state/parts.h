@@ -61,6 +61,17 @@ struct Counters {
   uint64_t over_comm_cap = 0;      // lines of communicators past kMaxComms (not tracked)
   uint64_t over_key_cap = 0;       // values of keyed facts past kMaxKeysPerFact keys (dropped)
   uint64_t over_fr_entry_cap = 0;  // Flight Recorder entries not kept (HoldFlightRecorder)
+  // The earliest and latest year timestamps printed (ISO forms; glog's and
+  // NCCL's own carry none), 0 when none did: not counts, so Each skips them.
+  int year_min = 0, year_max = 0;
+
+  void NoteYear(int y) {
+    if (year_min == 0 || y < year_min) year_min = y;
+    if (y > year_max) year_max = y;
+  }
+  // The year of every timestamp when the logs name one and only one, else 0:
+  // reports then write times as ISO 8601 (a job across New Year keeps "MM-DD").
+  int Year() const { return year_min == year_max ? year_min : 0; }
 
   // Lines recognised as NCCL, PyTorch or launcher output (blank lines and
   // other text are not).
@@ -90,6 +101,8 @@ struct Counters {
     Each(o, [&](uint64_t x) { v[n++] = x; });
     n = 0;
     Each(*this, [&](uint64_t& x) { x += v[n++]; });
+    if (o.year_min) NoteYear(o.year_min);
+    if (o.year_max) NoteYear(o.year_max);
   }
 };
 
