@@ -46,6 +46,8 @@ PLAN=(
   hidden_files_are_counted blank_lines_are_not_recognised command_name_that_is_also_a_path
   many_broken_rules_are_summarised quiet_prints_nothing_and_keeps_the_status short_version
   did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color progress_on_a_terminal_never_in_pipes
+  first_screen_names_the_culprit_in_40_lines verbose_shows_every_finding_in_full headline_names_reporters_as_such
+  identity_conflicts_grouped_as_several_jobs
 )
 pass=0
 fail=0
@@ -152,6 +154,10 @@ on_exit() {
 trap on_exit EXIT
 
 # --- conditions (each sets $why when it fails) ---------------------------------
+# lines_at_most N: stdout has at most N lines.
+lines_at_most() { local n; n=$(wc -l <"$T/out"); [ "$n" -le "$1" ] || { why="$n lines"; return 1; }; }
+# count_is REGEX N: stdout has N lines matching REGEX.
+count_is() { local n; n=$(grep -c -- "$1" "$T/out"); [ "$n" = "$2" ] || { why="$n lines match"; return 1; }; }
 out_has() { grep -q -- "$1" "$T/out" || { why="stdout: $(snippet "$T/out")"; return 1; }; }
 no_err() { [ ! -s "$T/err" ] || { why="stderr: $(snippet "$T/err")"; return 1; }; }
 err_has() { grep -q -- "$1" "$T/err" || { why="stderr: $(snippet "$T/err")"; return 1; }; }
@@ -1007,6 +1013,50 @@ head -c 40 "$T/p1.partial" >"$T/cut.partial"
 check merge_rejects_truncated_partial 2 "$NS" merge --format json "$T/cut.partial"
 expect err_has "^ncclscan: error: $T/cut.partial: truncated partial"
 expect out_lacks .
+end
+
+# The first screen (issue 23): the 12-rank example on an 80-column terminal fits
+# in 40 lines with the culprit in the headline; its consequences are one row
+# each; -v shows every finding in full (a "fix:" line each, as before).
+TWELVE="$ROOT/corpus/sim-divergent_rank-perrank-12r3h"
+check first_screen_names_the_culprit_in_40_lines 1 sh -c 'COLUMNS=80 script -qec "$1 --color never $2" /dev/null' - "$NS" "$TWELVE"
+expect lines_at_most 40
+expect out_has '^HUNG Divergent rank behind a collective timeout (rank 9 on gpu-node-002)'
+expect out_has '^consequences (-v shows each in full):'
+expect out_has '^  \[4\] ERROR    Collective operation timeout (watchdog) (ranks 0-11 on 3 hosts'
+also_run 1 "$NS" --color never "$TWELVE"
+expect lines_at_most 40
+expect count_is '^    fix: ' 1
+end
+
+check verbose_shows_every_finding_in_full 1 "$NS" -v --color never "$TWELVE"
+expect count_is '^    fix: ' 13
+expect out_lacks '^consequences'
+expect out_has '^    ranks 0-11 on gpu-node-000,gpu-node-001,gpu-node-002 ALLREDUCE #6'
+end
+
+# A victim's report is never headlined as if the reporters were the culprit.
+printf '%s\n' '[rank0]:[E1122 11:20:32.198875025 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.' \
+  '[rank1]:[E1122 11:20:32.198875025 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.' >"$T/victims.log"
+check headline_names_reporters_as_such 1 "$NS" --color never "$T/victims.log"
+expect out_has '(reported by ranks 0-1)$'
+end
+
+# Many ranks claimed twice: the head says the input looks like several jobs,
+# lists three conflicts and counts the rest (all with -v).
+mkdir -p "$T/jobs"
+for j in 0 1 2 3 4 5 6 7 8 9; do
+  for r in 0 1; do
+    printf 'node%s:%s:%s [0] NCCL INFO cudaDriverVersion 12040\nnode%s:%s:%s [0] NCCL INFO NCCL version 2.%s.3+cuda12.4\nnode%s:%s:%s [0] NCCL INFO comm 0x5%s%s commHash 0x%s%s rank %s nRanks 2 nNodes 1 localRanks 2 localRank %s MNNVL 0\n' \
+      "$j" "10$r" "10$r" "$j" "10$r" "10$r" "$((18 + j % 3))" "$j" "10$r" "10$r" "$j" "$r" "$j" "$r" "$r" "$r" >"$T/jobs/job$j-rank$r.log"
+  done
+done
+check identity_conflicts_grouped_as_several_jobs 0 "$NS" --color never --fail-on never "$T/jobs"
+expect out_has '^this looks like several jobs: [0-9]* identity conflicts'
+expect count_is '^identity: ' 4
+expect out_has '^identity: and [0-9]* more conflicts like these (-v lists them)'
+also_run 0 "$NS" -v --color never --fail-on never "$T/jobs"
+expect out_lacks 'more conflicts like these'
 end
 
 finish

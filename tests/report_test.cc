@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/reports/markdown_escape.h"
+#include "engine/reports/report_internal.h"
 #include "engine/run/analyze.h"
 #include "parsers/text_util.h"
 #include "rules/rule_loader.h"
@@ -450,6 +451,7 @@ TEST(ReportReadable, WrapsToTheGivenWidthOnly) {
   for (int i = 0; i < 40; ++i) log += " word" + std::to_string(i);
   Analysis a = Scan({dir.Write("w.log", log + "\n")});
   ReportOptions ro;
+  ro.verbose = true;  // without -v an evidence line is one row, cut (below)
   const std::string flat = RenderText(*a.state, a.diagnosis, ro);
   ro.width = 50;
   const std::string wrapped = RenderText(*a.state, a.diagnosis, ro);
@@ -463,7 +465,31 @@ TEST(ReportReadable, WrapsToTheGivenWidthOnly) {
     return w;
   };
   EXPECT_EQ(words(flat), words(wrapped));
+  // Without -v, on a terminal: the evidence line is one row ending in "...".
+  ro.verbose = false;
+  const std::string first_screen = RenderText(*a.state, a.diagnosis, ro);
+  for (const auto& l : Lines(first_screen)) EXPECT_LE(Columns(l), 50u) << l;
+  EXPECT_NE(first_screen.find("/w.log:1: n1:7:7"), std::string::npos) << first_screen;
+  EXPECT_NE(first_screen.find("...\n"), std::string::npos) << first_screen;
 }
 
 }  // namespace
+// A list too wide for a row breaks between its items, never inside a host
+// name or a number; a row cut ends in "..."; width 0 changes nothing.
+TEST(TextLayout, WrapsBetweenTokensAndCutsRows) {
+  const std::string hosts = "gpu-node-000,gpu-node-001,gpu-node-002,gpu-node-003";
+  const std::string wrapped = WrapColumns("on " + hosts, 0, 2, 30);
+  std::istringstream in(wrapped);
+  std::string row;
+  while (std::getline(in, row)) {
+    EXPECT_LE(Columns(row), 30u) << wrapped;
+    if (row.find("gpu-node") == std::string::npos) continue;
+    EXPECT_TRUE(row.back() == ',' || row.find("gpu-node-003") != std::string::npos) << wrapped;
+  }
+  EXPECT_EQ(WrapColumns("on " + hosts, 0, 2, 0), "on " + hosts);
+  EXPECT_EQ(OneRow("abcdefghijklmnopqrstuvwxyz", 4, 20), "abcdefghijklm...");
+  EXPECT_EQ(OneRow("short", 4, 20), "short");
+  EXPECT_EQ(OneRow("abcdefghijklmnopqrstuvwxyz", 4, 0), "abcdefghijklmnopqrstuvwxyz");
+}
+
 }  // namespace ncclscan

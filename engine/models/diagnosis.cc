@@ -78,6 +78,54 @@ std::string HostsText(const Finding& f) {
   return out.empty() ? "?" : out;
 }
 
+std::string WhoText(const std::vector<int>& ranks, const std::vector<std::string>& others,
+                    const std::vector<std::string>& hosts) {
+  std::string out;
+  if (!ranks.empty()) {
+    const std::string list = CompactRanks(ranks);
+    if (ranks.size() == 1)
+      out = "rank " + list;
+    else
+      out = list.size() <= 24 ? "ranks " + list : fmt::format("{} ranks", ranks.size());
+  }
+  if (!others.empty()) {
+    if (others.size() <= 2) {
+      // A stream subject is named by its file: its base name is enough here.
+      for (const auto& o : others) out += (out.empty() ? "" : ", ") + o.substr(o.rfind('/') + 1);
+    } else {
+      // host:pid subjects are processes; the others, the unprefixed lines of a file.
+      const size_t files = static_cast<size_t>(
+          std::count_if(others.begin(), others.end(), [](const std::string& o) { return o.find('/') != o.npos; }));
+      if (others.size() > files) out += fmt::format("{}{} processes", out.empty() ? "" : ", ", others.size() - files);
+      if (files) out += fmt::format("{}{} log files", out.empty() ? "" : ", ", files);
+    }
+  }
+  if (!hosts.empty()) {
+    std::string h;
+    if (hosts.size() <= 2) {
+      for (const auto& x : hosts) h += (h.empty() ? "" : ",") + x;
+    } else {
+      h = fmt::format("{} hosts", hosts.size());
+    }
+    out += (out.empty() ? "" : " on ") + h;
+  }
+  return out;
+}
+
+std::string HeadlineWho(const Finding& p) {
+  // The finding's own subjects are its suspects (a root cause's printers).
+  if (!p.suspect_ranks.empty() || !p.suspect_hosts.empty()) {
+    if (p.suspect_ranks == p.ranks && p.suspect_hosts == p.hosts) return WhoText(p.ranks, p.others, p.hosts);
+    return WhoText(p.suspect_ranks, {}, p.suspect_hosts);
+  }
+  // Only subjects without rank or host (a file's unprefixed lines): nothing
+  // tells a victim's report from a cause there; named as they are.
+  const std::string who = WhoText(p.ranks, p.others, p.hosts);
+  if (p.ranks.empty() && p.hosts.empty()) return who;
+  // A victim's report: who reported it, never as if they were the culprit.
+  return "reported by " + who;
+}
+
 namespace {
 
 uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
@@ -419,12 +467,9 @@ Diagnosis Diagnose(const JobState& state) {
   RefineStatus(&d, fs);
   if (d.primary >= 0) fs[d.primary].primary = true;
   if (d.primary >= 0) {
+    // The culprit, or who reported it: compact whatever the job's size.
     const Finding& p = fs[d.primary];
-    std::string where;
-    if (!p.ranks.empty() || !p.others.empty()) {
-      where = (p.ranks.size() == 1 && p.others.empty() ? "rank " : (p.ranks.empty() ? "" : "ranks ")) + SubjectsText(p);
-    }
-    if (!p.hosts.empty()) where += (where.empty() ? "" : " on ") + HostsText(p);
+    const std::string where = HeadlineWho(p);
     d.headline = p.title + (where.empty() ? "" : " (" + where + ")");
   } else if (d.status == Status::kUnknown) {
     d.headline = "nothing recognised: no NCCL or PyTorch distributed lines (was NCCL_DEBUG=INFO set?)";

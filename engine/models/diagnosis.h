@@ -117,6 +117,13 @@ Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Ca
 // Shared helpers for building findings from a set of subjects.
 void FillSubjects(const JobState& state, const std::vector<int>& subjects, Finding* f);
 std::string SubjectsText(const Finding& f);
+// Who, compactly: "rank 9 on gpu-node-002", "ranks 0-7 on 2 hosts",
+// "512 ranks on 64 hosts", "3 processes on node-a"; "" when nobody.
+std::string WhoText(const std::vector<int>& ranks, const std::vector<std::string>& others,
+                    const std::vector<std::string>& hosts);
+// The headline's parenthesis: the primary finding's suspects, or "reported
+// by ..." when it names none (a victim's report).
+std::string HeadlineWho(const Finding& p);
 std::string HostsText(const Finding& f);
 
 }  // namespace ncclscan

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -122,13 +123,6 @@ std::string KnownIssueLine(const KnownIssueNote& n) {
   return out;
 }
 
-// Columns a line of (sanitized) text takes at a terminal: one per character.
-size_t Columns(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 namespace {
 
 struct Style {
@@ -145,7 +139,8 @@ struct Style {
   }
 };
 
-std::string Where(const Finding& f) {
+// Every rank and host of a finding (up to six hosts), for -v.
+std::string EveryWho(const Finding& f) {
   std::string w;
   if (!f.ranks.empty()) w = (f.ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(f.ranks);
   for (const auto& o : f.others) w += (w.empty() ? "" : ", ") + o;
@@ -161,12 +156,18 @@ std::string Where(const Finding& f) {
     }
     w += (w.empty() ? "on " : " on ") + h;
   }
-  std::string extra;
-  if (!f.communicator.empty()) extra += " comm " + f.communicator;
-  if (!f.process_group.empty()) extra += " pg " + f.process_group;
-  if (!f.op_type.empty()) extra += " " + f.op_type;
-  if (!f.sequence.empty()) extra += " #" + f.sequence;
-  return w + extra;
+  return w;
+}
+
+// Where a finding is: who, compactly ("ranks 0-11 on 3 hosts", WhoText) or
+// in full (verbose); then its communicator, group, op and sequence.
+std::string Where(const Finding& f, bool verbose) {
+  std::string w = verbose ? EveryWho(f) : WhoText(f.ranks, f.others, f.hosts);
+  if (!f.communicator.empty()) w += " comm " + f.communicator;
+  if (!f.process_group.empty()) w += " pg " + f.process_group;
+  if (!f.op_type.empty()) w += " " + f.op_type;
+  if (!f.sequence.empty()) w += " #" + f.sequence;
+  return w;
 }
 
 std::string InputLine(const JobState& st) {
@@ -190,65 +191,6 @@ std::string InputLine(const JobState& st) {
     out += fmt::format(", {} communicator{}", st.comms().size(), st.comms().size() == 1 ? "" : "s");
   if (!versions.empty()) out += "; NCCL " + versions;
   return out;
-}
-
-// `text` (one line, already made safe) laid out in lines of at most `width`
-// columns: the first line continues at column `first_col`, the next ones
-// start with `indent` spaces. Breaks at spaces; a word wider than a line is
-// broken between two characters. width 0: unchanged (not a terminal).
-std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, int width) {
-  if (width <= 0) return std::string(text);
-  const size_t w = std::max(static_cast<size_t>(width), indent + 20);
-  std::string out;
-  size_t col = first_col;
-  bool line_start = true;  // nothing written on this line yet
-  auto newline = [&] {
-    out += '\n';
-    out.append(indent, ' ');
-    col = indent;
-    line_start = true;
-  };
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find(' ', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view word = text.substr(pos, end - pos);
-    size_t cols = Columns(word);
-    if (!line_start) {
-      if (col + 1 + cols > w && cols > 0)
-        newline();
-      else {
-        out += ' ';
-        ++col;
-      }
-    }
-    while (col + cols > w) {  // only a word wider than a whole line gets here
-      // No room left after a long prefix, or the word fits a line of its own.
-      if (col >= w || (col > indent && cols <= w - indent)) {
-        newline();
-        continue;
-      }
-      size_t take = w - col, i = 0;
-      for (size_t c = 0; i < word.size(); ++i) {
-        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80 && c++ == take) break;
-      }
-      out.append(word.substr(0, i));
-      word.remove_prefix(i);
-      cols -= take;
-      newline();
-    }
-    out.append(word);
-    col += cols;
-    line_start = line_start && word.empty();
-    pos = end + 1;
-  }
-  return out;
-}
-
-// The column where text laid out by WrapColumns from `first_col` ends.
-size_t EndColumn(const std::string& wrapped, size_t first_col) {
-  size_t nl = wrapped.rfind('\n');
-  return nl == std::string::npos ? first_col + Columns(wrapped) : Columns(std::string_view(wrapped).substr(nl + 1));
 }
 
 // The one line a run without problems gets: what was healthy.
@@ -316,12 +258,26 @@ std::string HealthLine(const JobState& st) {
 
 namespace {
 
+// When the input looks like the logs of several jobs: many ranks claimed
+// twice over (identity conflicts) or several NCCL releases beside conflicts.
+// "" otherwise. One scan should be one job; the note says so before anything.
+std::string SeveralJobsNote(const JobState& st) {
+  const size_t conflicts = st.identity_conflicts().size();
+  const size_t versions = VersionsOf(st, Fact::kNcclVersion).size();
+  if (conflicts == 0 || (conflicts < kConflictsOfSeveralJobs && versions < 2)) return "";
+  return fmt::format(
+      "this looks like several jobs: {} identity conflict{} (ranks or processes claimed twice), {} hosts, {} NCCL "
+      "release{}; scan each job's logs on their own for a diagnosis of one job",
+      conflicts >= kMaxIdentityConflicts ? fmt::format("{}+", conflicts) : std::to_string(conflicts),
+      conflicts == 1 ? "" : "s", st.Hosts().size(), versions, versions == 1 ? "" : "s");
+}
+
 // Every string from the input goes through this before it reaches the terminal.
 std::string Safe(std::string_view s) { return SanitizeForTerminal(s, kMaxFieldText); }
 
 // The text report's head: the status and headline, what was read, and the
 // notes on what could not be (unparsed lines, unreadable files, limits).
-std::string TextHead(const JobState& st, const Diagnosis& d, const Style& sty, int width) {
+std::string TextHead(const JobState& st, const Diagnosis& d, const Style& sty, int width, bool verbose) {
   std::string out;
   const std::string status = StatusHeadline(d.status);
   static const std::map<std::string, const char*> kStatusColor = {
@@ -350,8 +306,19 @@ std::string TextHead(const JobState& st, const Diagnosis& d, const Style& sty, i
     if (f.error.empty()) continue;
     out += sty.Wrap("31", WrapColumns(Safe("unreadable: " + f.path + ": " + f.error), 0, 2, width)) + "\n";
   }
-  for (const auto& ic : st.identity_conflicts()) {
-    out += sty.Wrap("33", WrapColumns(Safe("identity: " + ic), 0, 2, width)) + "\n";
+  const auto& conflicts = st.identity_conflicts();
+  if (std::string jobs = SeveralJobsNote(st); !jobs.empty()) {
+    out += sty.Wrap("33;1", WrapColumns(Safe(jobs), 0, 2, width)) + "\n";
+  }
+  const size_t kShownConflicts = 3;  // the rest are one line unless -v
+  for (size_t i = 0; i < conflicts.size(); ++i) {
+    if (!verbose && i == kShownConflicts) {
+      out += sty.Wrap("33", fmt::format("identity: and {} more conflict{} like these (-v lists them)",
+                                        conflicts.size() - i, conflicts.size() - i == 1 ? "" : "s")) +
+             "\n";
+      break;
+    }
+    out += sty.Wrap("33", WrapColumns(Safe("identity: " + conflicts[i]), 0, 2, width)) + "\n";
   }
   for (const auto& note : LimitNotes(st)) out += sty.Wrap("33", WrapColumns(note, 0, 2, width)) + "\n";
   for (const auto& e : d.internal_errors) {
@@ -366,7 +333,7 @@ std::string TextHead(const JobState& st, const Diagnosis& d, const Style& sty, i
 
 // Finding number n: title, where, explanation, up to three evidence lines,
 // the fix and known issues.
-std::string TextFinding(const JobState& st, const Finding& f, int n, const Style& sty, int width) {
+std::string TextFinding(const JobState& st, const Finding& f, int n, const Style& sty, int width, bool verbose) {
   std::string out;
   {
     std::string num = fmt::format("[{}]", n);
@@ -377,7 +344,7 @@ std::string TextFinding(const JobState& st, const Finding& f, int n, const Style
     out += fmt::format("{} {} {}{}{}\n", sty.Wrap("1", num), sty.Sev(f.severity), sty.Wrap("1", title),
                        meta_fits ? "  " : "\n    ", sty.Wrap("2", meta_fits ? meta : WrapColumns(meta, 4, 6, width)));
   }
-  std::string where = Where(f);
+  std::string where = Where(f, verbose);
   if (!where.empty()) out += "    " + sty.Wrap("36", WrapColumns(Safe(where), 4, 6, width)) + "\n";
   if (!f.explained_by.empty()) {
     std::string e;
@@ -392,8 +359,25 @@ std::string TextFinding(const JobState& st, const Finding& f, int n, const Style
   for (const auto& e : f.evidence) {
     if (shown == 3) break;
     ++shown;
-    std::string loc = WrapColumns(
-        SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e)), 6, 8, width);
+    const std::string cited =
+        SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e));
+    if (!verbose && width > 0) {  // one row each on a terminal; -v shows the whole line
+      // A long path keeps its last two parts (the host or job directory and the file).
+      const std::string path = st.CitedPath(e, "?");
+      std::string shown_path = path;
+      if (Columns(path) > static_cast<size_t>(width) / 3) {
+        const size_t last = path.rfind('/');
+        const size_t before = last == std::string::npos || last == 0 ? std::string::npos : path.rfind('/', last - 1);
+        if (before != std::string::npos && before > 0) shown_path = ".../" + path.substr(before + 1);
+      }
+      const std::string cited_short =
+          SanitizeForTerminal(shown_path, kMaxCellText) + fmt::format(":{}:", st.CitedLine(e));
+      const std::string row = OneRow(cited_short + " " + SanitizeForTerminal(e.text, 200), 6, width);
+      const size_t loc_len = std::min(row.size(), cited_short.size());
+      out += "      " + sty.Wrap("2", row.substr(0, loc_len)) + row.substr(loc_len) + "\n";
+      continue;
+    }
+    std::string loc = WrapColumns(cited, 6, 8, width);
     std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
     out += "      " + sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";
   }
@@ -425,8 +409,31 @@ std::string TextContext(const std::vector<const Finding*>& infos, const Style& s
       out += "  " + sty.Wrap("2", fmt::format("- and {} more", infos.size() - kMaxReportFindings)) + "\n";
       break;
     }
-    std::string line = "- " + f->title + " [" + f->rule_id + "]" + (Where(*f).empty() ? "" : " (" + Where(*f) + ")");
+    const std::string where = Where(*f, false);
+    std::string line = "- " + f->title + " [" + f->rule_id + "]" + (where.empty() ? "" : " (" + where + ")");
     out += "  " + sty.Wrap("2", WrapColumns(Safe(line), 2, 4, width)) + "\n";
+  }
+  return out;
+}
+
+// The consequences of the findings above (cascades), one line each: number,
+// severity, title, who and rule. -v shows them in full.
+std::string TextConsequences(const std::vector<std::pair<int, const Finding*>>& cascades, const Finding* primary,
+                             const Style& sty, int width) {
+  std::string out = "\n" + sty.Wrap("2", "consequences (-v shows each in full):") + "\n";
+  for (const auto& [n, f] : cascades) {
+    const std::string num = fmt::format("[{}]", n);
+    const std::string where = WhoText(f->ranks, f->others, f->hosts);
+    std::string tail = (where.empty() ? "" : " (" + where + ")") + "  " + f->rule_id;
+    if (!f->explained_by.empty()) {
+      // Of the primary finding where it is one of the causes, else of the first.
+      const auto& ex = f->explained_by;
+      const bool of_primary = primary && std::find(ex.begin(), ex.end(), primary->rule_id) != ex.end();
+      tail += " · of " + (of_primary ? primary->rule_id : ex.front());
+    }
+    const size_t col = 2 + num.size() + 10;
+    out +=
+        "  " + sty.Wrap("1", num) + " " + sty.Sev(f->severity) + " " + OneRow(Safe(f->title + tail), col, width) + "\n";
   }
   return out;
 }
@@ -436,11 +443,12 @@ std::string TextContext(const std::vector<const Finding*>& infos, const Style& s
 std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptions& opts) {
   Style sty{opts.color};
   const int width = opts.width;
-  std::string out = TextHead(st, d, sty, width);
+  std::string out = TextHead(st, d, sty, width, opts.verbose);
 
   int n = 0;
   size_t omitted = 0;
   std::vector<const Finding*> infos;
+  std::vector<std::pair<int, const Finding*>> cascades;  // one line each unless -v
   for (const Finding& f : d.findings) {
     if (f.severity == Severity::kInfo && !opts.verbose && !f.primary) {
       infos.push_back(&f);
@@ -451,9 +459,15 @@ std::string RenderText(const JobState& st, const Diagnosis& d, const ReportOptio
       continue;
     }
     ++n;
+    if (!opts.verbose && !f.primary && f.role == Role::kCascade) {
+      cascades.emplace_back(n, &f);
+      continue;
+    }
     out += "\n";
-    out += TextFinding(st, f, n, sty, width);
+    out += TextFinding(st, f, n, sty, width, opts.verbose);
   }
+  if (!cascades.empty())
+    out += TextConsequences(cascades, d.primary >= 0 ? &d.findings[d.primary] : nullptr, sty, width);
   if (omitted) {
     out += "\n" +
            sty.Wrap("1", fmt::format("... and {} more finding{} (--format json lists up to {})", omitted,
@@ -512,7 +526,7 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
   for (size_t i = 0; i < listed; ++i) {
     const Finding& f = d.findings[i];
     out += fmt::format("| {} | {} | {} ({}) | {} | {} |\n", i + 1, SeverityName(f.severity), text(f.title),
-                       MarkdownCodeSpan(f.rule_id, /*in_table_cell=*/true), text(Where(f)), RoleName(f.role));
+                       MarkdownCodeSpan(f.rule_id, /*in_table_cell=*/true), text(Where(f, true)), RoleName(f.role));
   }
   if (d.findings.size() > listed) {
     size_t more = d.findings.size() - listed;
@@ -524,7 +538,7 @@ std::string RenderMarkdown(const JobState& st, const Diagnosis& d, const ReportO
     if (f.severity == Severity::kInfo) continue;
     out += fmt::format("\n### {}. {} ({}, {})\n\n", i + 1, text(f.title), MarkdownCodeSpan(f.rule_id),
                        SeverityName(f.severity));
-    std::string where = Where(f);
+    std::string where = Where(f, true);
     if (!where.empty()) out += "**Where:** " + text(where) + "  \n";
     out += "**Why:** " + text(f.explanation) + "  \n";
     if (!f.result.empty()) out += "**NCCL returned:** " + text(f.result) + "  \n";

@@ -31,6 +31,8 @@ inline constexpr size_t kMaxReportFindings = 50;  // text and markdown, per list
 inline constexpr size_t kMaxFieldText = 2000;     // bytes of one explanation, fix, title, headline
 inline constexpr size_t kMaxCellText = 160;       // bytes of one cell of a table (--ranks)
 inline constexpr size_t kMaxRankRows = 1000;      // rows of the --ranks table
+// Identity conflicts from which the input reads as several jobs (SeveralJobsNote).
+inline constexpr size_t kConflictsOfSeveralJobs = 8;
 
 struct ReportOptions {
   bool color = false;

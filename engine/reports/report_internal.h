@@ -6,6 +6,8 @@
 #ifndef NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
 #define NCCLSCAN_ENGINE_REPORTS_REPORT_INTERNAL_H_
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -138,6 +140,17 @@ std::string WithCommas(uint64_t v);
 
 // Columns a line of (sanitized) text takes at a terminal: one per character.
 size_t Columns(std::string_view s);
+// `text` (one line, already made safe) laid out in lines of at most `width`
+// columns: the first line continues at column `first_col`, the next ones
+// start with `indent` spaces. Breaks at blanks; a word wider than a line is
+// broken after its last ',', '/', ';' or ':' that fits, else between two
+// characters. width 0: unchanged (not a terminal).
+std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, int width);
+// `text` cut to the columns left on a row that starts at `first_col`, ending
+// in "..." when cut; unchanged when width is 0.
+std::string OneRow(std::string_view text, size_t first_col, int width);
+// The column where text laid out by WrapColumns from `first_col` ends.
+size_t EndColumn(const std::string& wrapped, size_t first_col);
 
 }  // namespace ncclscan
 
