@@ -228,7 +228,7 @@ TEST(TraceReport, CulpritTrackIsNamedSortedFirstAndMarked) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->args.at("text"), "[Rank 5] NCCL WARN boom");
   EXPECT_EQ(f->args.at("at"), "?:7");
-  EXPECT_EQ(f->ts, 0);
+  EXPECT_EQ(f->ts, 1);  // untimed: at the start, after the culprit flag (no line) in line order
   EXPECT_NE(f->args.at("note").find("no timestamp"), std::string::npos);
   ASSERT_NE(Find(t, "i", "TEST-OTHER", 0), nullptr);
   EXPECT_EQ(t.other.at("primary"), "TEST-RULE");
@@ -301,6 +301,45 @@ TEST(TraceReport, OverlappingSlicesGoToOverlapThreads) {
   EXPECT_NE(tids[0], tids[1]);
   EXPECT_EQ(ThreadName(t, tids[1]), "rank 0 (overlap 1)");
   EXPECT_EQ(ThreadSort(t, tids[1]), ThreadSort(t, 0) + 1);
+}
+
+// Two hosts' processes with one pid, in one file: each line goes to the track
+// of the process that printed it; the untimed instants of a track follow
+// their lines' order, 1 us apart.
+TEST(TraceReport, ProcessesSharingAPidKeepTheirTracksAndUntimedLinesKeepTheirOrder) {
+  TempDir dir;
+  const std::string log =
+      "hostA:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+      "hostA:100:100 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer hostB<1234>\n"
+      "hostB:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+      "hostB:100:100 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer hostA<1234>\n"
+      "hostA:100:100 [0] transport/net_socket.cc:1 NCCL WARN NET/Socket : peer hostB<1234> sent an unexpected message\n";
+  Analysis a = Analyze(Rules(), {dir.Write("combined.log", log)}, ScanOptions());
+  Trace t = Parse(RenderTrace(*a.state, a.diagnosis));
+  std::map<std::string, int64_t> tid_of_thread;
+  for (const Ev& e : t.events) {
+    if (e.ph == "M" && e.name == "thread_name") tid_of_thread[e.args.at("name")] = e.tid;
+  }
+  ASSERT_TRUE(tid_of_thread.count("hostA:100")) << RenderTrace(*a.state, a.diagnosis);
+  ASSERT_TRUE(tid_of_thread.count("hostB:100"));
+  std::map<int64_t, std::vector<std::pair<double, int>>> by_track;  // tid -> (ts, line)
+  for (const Ev& e : t.events) {
+    if (e.ph != "i" || !e.args.count("at")) continue;
+    const std::string at = e.args.at("at");
+    by_track[e.tid].emplace_back(e.ts, std::stoi(at.substr(at.rfind(':') + 1)));
+  }
+  for (const auto& [line, host] : {std::pair<int, const char*>{2, "hostA:100"}, {4, "hostB:100"}}) {
+    bool found = false;
+    for (const auto& [ts, l] : by_track[tid_of_thread[host]]) found |= l == line;
+    EXPECT_TRUE(found) << host << " line " << line;
+  }
+  for (auto& [tid, evs] : by_track) {
+    std::sort(evs.begin(), evs.end());
+    for (size_t i = 1; i < evs.size(); ++i) {
+      EXPECT_LE(evs[i - 1].second, evs[i].second) << "track " << tid << ": the later line drawn first";
+      EXPECT_LT(evs[i - 1].first, evs[i].first) << "track " << tid << ": two untimed lines at one instant";
+    }
+  }
 }
 
 TEST(TraceReport, HostileTextStaysValidJson) {

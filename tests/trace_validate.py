@@ -197,9 +197,19 @@ def main():
     if not any(e["ph"] == "i" and e["ts"] > 0 and "note" not in e["args"] for e in doc["traceEvents"]):
         extra.append("timestamped case: no instant at its own time")
     doc = json.loads(run(ns, os.path.join(corpus, CASES[3]), "--format", "trace"))
-    if not all(e["ts"] == 0 and "note" in e["args"] for e in doc["traceEvents"] if e["ph"] == "i"
-               and e.get("cat") != "culprit"):
-        extra.append("untimed case: instants not at ts 0 with a note")
+    # Untimed: from ts 0, 1 us apart per track in the order of their lines, each with a note.
+    untimed = [e for e in doc["traceEvents"] if e["ph"] == "i" and e.get("cat") != "culprit"]
+    if not all("note" in e["args"] and e["ts"] < 1000 for e in untimed):
+        extra.append("untimed case: instants not at the start with a note")
+    per_track = {}
+    for e in untimed:
+        if "at" in e["args"]:
+            per_track.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["args"]["at"]))
+    for track, evs in per_track.items():
+        evs.sort()
+        keys = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1])) for _, a in evs]
+        if keys != sorted(keys) or len({ts for ts, _ in evs}) != len(evs):
+            extra.append(f"untimed case: track {track} not in line order, 1 us apart: {evs[:4]}")
     for e in extra:
         print(f"FAIL {e}")
     failed += len(extra)

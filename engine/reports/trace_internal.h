@@ -151,6 +151,9 @@ struct Event {
   int64_t dur_ns = 0;
   std::string name, cat, args;
   int lane = 0;
+  // The evidence line's file and line: untimed instants go in that order.
+  int file = -1;
+  int64_t line = 0;
 };
 
 class TraceBuilder {

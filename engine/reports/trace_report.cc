@@ -89,6 +89,12 @@ void TraceBuilder::MakeTracks() {
 
 int TraceBuilder::TrackFor(const Evidence& e, const Finding* f) {
   static const std::vector<int> kNone;
+  // The process the line was taken for (processes of two hosts can share a
+  // file, and a pid).
+  if (e.subject >= 0) {
+    auto st = subject_track_.find(st_.LiveSubject(e.subject));
+    if (st != subject_track_.end()) return st->second;
+  }
   auto it = file_tracks_.find(e.file);
   const std::vector<int>& cands = it != file_tracks_.end() ? it->second : kNone;
   if (cands.size() == 1) return cands[0];
@@ -178,6 +184,10 @@ void TraceBuilder::AddFindingInstants() {
       Event ev;
       ev.track = track;
       ev.ns = e ? LogNs(e->time) : kNoTime;
+      if (e) {
+        ev.file = e->file;
+        ev.line = e->line;
+      }
       ev.name = f.rule_id;
       ev.cat = SeverityName(f.severity);
       Args a;

@@ -62,7 +62,23 @@ void TraceBuilder::Align() {
     fr_origin_ = EpochTime(fr_base >= 0 ? fr_base / kNsPerSec : -((-fr_base + kNsPerSec - 1) / kNsPerSec)) +
                  fmt::format(" on the Flight Recorder clock (epoch ns {})", fr_base);
   }
-  for (Event& e : events_) e.ns = e.ns == kNoTime ? 0 : e.ns - base_;
+  // Untimed instants from ts 0 on their track, 1 us apart in the order of
+  // their lines (file, line): a track reads top to bottom as its log does.
+  std::vector<size_t> untimed;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    if (events_[i].ns == kNoTime) untimed.push_back(i);
+  }
+  std::stable_sort(untimed.begin(), untimed.end(), [&](size_t a, size_t b) {
+    const Event &x = events_[a], &y = events_[b];
+    return std::make_tuple(x.track, x.file, x.line) < std::make_tuple(y.track, y.file, y.line);
+  });
+  int64_t step = 0;
+  for (size_t k = 0; k < untimed.size(); ++k) {
+    Event& e = events_[untimed[k]];
+    step = k > 0 && events_[untimed[k - 1]].track == e.track ? step + 1 : 0;
+    e.ns = base_ + step * 1000;
+  }
+  for (Event& e : events_) e.ns -= base_;
 }
 
 void TraceBuilder::AssignLanes() {
@@ -213,7 +229,9 @@ std::string TraceBuilder::Write() {
   if (!alignment_.empty()) {
     other.Str("clock_alignment", alignment_ + fmt::format(": the dumps are shifted by {} us", Micros(fr_offset_)));
   }
-  other.Str("untimed", "findings whose lines carry no timestamp are instants at ts 0 (args.note says so)");
+  other.Str("untimed",
+            "findings whose lines carry no timestamp are instants from ts 0 on, 1 us apart in the order of their "
+            "lines (args.note says so)");
   if (fr_omitted_) other.Int("flight_recorder_entries_omitted", static_cast<int64_t>(fr_omitted_));
 
   std::string out = "{\"traceEvents\":[\n";
