@@ -313,7 +313,8 @@ TEST(TraceReport, ProcessesSharingAPidKeepTheirTracksAndUntimedLinesKeepTheirOrd
       "hostA:100:100 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer hostB<1234>\n"
       "hostB:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
       "hostB:100:100 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer hostA<1234>\n"
-      "hostA:100:100 [0] transport/net_socket.cc:1 NCCL WARN NET/Socket : peer hostB<1234> sent an unexpected message\n";
+      "hostA:100:100 [0] transport/net_socket.cc:1 NCCL WARN NET/Socket : peer hostB<1234> sent an unexpected "
+      "message\n";
   Analysis a = Analyze(Rules(), {dir.Write("combined.log", log)}, ScanOptions());
   Trace t = Parse(RenderTrace(*a.state, a.diagnosis));
   std::map<std::string, int64_t> tid_of_thread;
