@@ -53,6 +53,7 @@ PLAN=(
   site_rules_precedence missing_system_rules_dir_is_silent missing_env_rules_dir_is_an_error
   site_rules_seen_by_rules_and_explain test_reads_no_site_rules_nor_config config_file_gives_default_flags
   config_file_default_locations config_file_errors_name_file_and_line config_rules_seen_by_rules_and_explain
+  help_is_short_and_points_to_the_man_page
 )
 pass=0
 fail=0
@@ -493,6 +494,15 @@ also_run 0 env NCCLSCAN_CONFIG_PATH="$T/rules-config" "$NS" rules --list --forma
 expect json_eq '[r["enabled"] for r in d["rules"] if r["id"] == "NCCL-CONNECT-FAILED"]' '[True]'
 also_run 2 env NCCLSCAN_CONFIG_PATH="$T/typo-config" "$NS" explain NCCL-CONNECT-FAILED
 expect err_has "$T/typo-config:2: unrecognised option"
+end
+# --help is the quick reference; ENVIRONMENT, FILES and READING THE REPORT are the man page's.
+check help_is_short_and_points_to_the_man_page 0 "$NS" --help
+expect out_has 'NCCLSCAN_RULES'
+expect out_has '^  --no-config '
+expect out_has "^more in 'man ncclscan': environment, files, reading the report.$"
+expect out_lacks '^environment:'
+expect out_lacks '^reading the report:'
+expect out_lacks 'man page only'
 end
 
 mkdir -p "$T/notyaml"
