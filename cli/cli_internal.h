@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/site_config.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan::cli {
@@ -24,10 +25,29 @@ void WriteReport(const std::string& s);
 // The text report's width for `fd` (0: no wrapping) and whether it gets color (--color).
 int TerminalWidth(int fd);
 bool UseColor(const std::string& mode, int fd);
-// The built-in rules, `dirs`' and `disable`'s; null, with the problems said
-// on stderr, when they do not load.
-std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::vector<std::string>& disable = {},
-                               bool examples = true);
+// The long option nearest to a mistyped one (edit distance at most 2), "" if none.
+std::string NearestOption(const std::string& typed);
+
+// Where a command's rules come from (cli/site_config.h has the precedence).
+struct RuleSources {
+  // The site's rule directories (the system one, NCCLSCAN_RULES) under `dirs`:
+  // every command but test, whose expectations are the built-in rules'.
+  bool site = true;
+  std::vector<std::string> dirs;     // --rules: the config file's, then the command line's
+  std::vector<std::string> disable;  // --disable
+  // Check the built-in rules' examples too (rules --check, explain, test); a
+  // scan skips them unless rule files are read (rules/rule_loader.h).
+  bool examples = true;
+};
+// The rules; null, with the problems said on stderr, when they do not load.
+// *site_read (optional): the site's directories that were read.
+std::unique_ptr<RuleSet> Rules(const RuleSources& src, std::vector<SiteRuleDir>* site_read = nullptr);
+
+// The config file's --rules and --disable, for rules and explain (which show
+// the rules a scan uses but take none of its other flags); nothing when there
+// is no config file. False, said on stderr, when it cannot be read or holds a
+// flag a scan does not take.
+bool ConfigRuleFlags(std::vector<std::string>* dirs, std::vector<std::string>* disable);
 
 // scan: diagnose the inputs; partial: write their scan state to -o FILE;
 // merge: diagnose (or with -o, combine) partials.

@@ -97,14 +97,19 @@ bool UseColor(const std::string& mode, int fd) {
   return isatty(fd) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
 }
 
-// `examples`: check the built-in rules' examples too (rules --check, explain);
-// a scan or a corpus run skips them (they are checked whenever user rule
-// files are loaded, and by `rules --check` and the tests of this binary).
-std::unique_ptr<RuleSet> Rules(const std::vector<std::string>& dirs, const std::vector<std::string>& disable,
-                               bool examples) {
+// Each site directory is a layer of its own under the --rules ones, as a
+// --rules directory is (rules/rule_loader.h): a later one replaces a rule of
+// an earlier one with the same id.
+std::unique_ptr<RuleSet> Rules(const RuleSources& src, std::vector<SiteRuleDir>* site_read) {
+  std::vector<SiteRuleDir> site;
+  if (src.site && !SiteRuleDirs(&site)) return nullptr;
+  std::vector<std::string> dirs;
+  for (const auto& d : site) dirs.push_back(d.path);
+  dirs.insert(dirs.end(), src.dirs.begin(), src.dirs.end());
+  if (site_read) *site_read = site;
   std::string errors;
   int n = 0;
-  auto rules = LoadRules(dirs, &errors, &n, disable, examples);
+  auto rules = LoadRules(dirs, &errors, &n, src.disable, src.examples);
   if (!rules) {
     std::cerr << SafeLines(errors);
     Error(std::to_string(n) + " problem" + (n == 1 ? "" : "s") + " in the rules; nothing was scanned");
@@ -147,6 +152,17 @@ int CheckedExit(int rc) {
   return rc;
 }
 
+// The rules a scan would use: the site's, the config file's --rules and
+// --disable (unless --no-config), then the command line's `dirs` and `disable`.
+// For rules and explain.
+bool ScanRuleSources(const po::variables_map& vm, const std::vector<std::string>& dirs,
+                     const std::vector<std::string>& disable, RuleSources* src) {
+  if (!vm.count("no-config") && !ConfigRuleFlags(&src->dirs, &src->disable)) return false;
+  src->dirs.insert(src->dirs.end(), dirs.begin(), dirs.end());
+  src->disable.insert(src->disable.end(), disable.begin(), disable.end());
+  return true;
+}
+
 int CmdRules(const std::vector<std::string>& args) {
   po::options_description desc;
   bool check = false, list = false;
@@ -154,7 +170,7 @@ int CmdRules(const std::vector<std::string>& args) {
   std::string format = "text";
   desc.add_options()("help,h", "")("check", po::bool_switch(&check), "")("list", po::bool_switch(&list), "")(
       "format,f", po::value(&format), "")("rules", po::value(&dirs), "")("disable", po::value(&disable), "")(
-      "dir", po::value(&extra), "");
+      "dir", po::value(&extra), "")("no-config", "");
   po::positional_options_description pos;
   pos.add("dir", -1);
   po::variables_map vm;
@@ -170,7 +186,10 @@ int CmdRules(const std::vector<std::string>& args) {
     return kExitError;
   }
   dirs.insert(dirs.end(), extra.begin(), extra.end());
-  auto rules = Rules(dirs, disable);
+  RuleSources src;
+  if (!ScanRuleSources(vm, dirs, disable, &src)) return kExitError;
+  std::vector<SiteRuleDir> site;
+  auto rules = Rules(src, &site);
   if (!rules) return kExitError;
   if (check) {
     size_t samples = 0;
@@ -180,6 +199,9 @@ int CmdRules(const std::vector<std::string>& args) {
     std::cout << "ok: " << rules->rules().size() << " line rules, " << rules->correlations().size() << " correlations"
               << (off ? " (" + std::to_string(off) + " more disabled)" : "") << ", " << rules->facts().size()
               << " facts; " << samples << " sample lines checked\n";
+    // Which site directories were read: a site rule that does not show may be
+    // in a directory this binary does not look in.
+    for (const auto& d : site) std::cout << "site rules: " << SafeLines(d.path) << " (" << d.from << ")\n";
   }
   if (list) std::cout << SafeLines(RenderRuleList(*rules, format == "json"));
   return kExitOk;
@@ -188,7 +210,7 @@ int CmdRules(const std::vector<std::string>& args) {
 int CmdExplain(const std::vector<std::string>& args) {
   po::options_description desc;
   std::vector<std::string> dirs, ids;
-  desc.add_options()("help,h", "")("rules", po::value(&dirs), "")("id", po::value(&ids), "");
+  desc.add_options()("help,h", "")("rules", po::value(&dirs), "")("id", po::value(&ids), "")("no-config", "");
   po::positional_options_description pos;
   pos.add("id", -1);
   po::variables_map vm;
@@ -199,7 +221,9 @@ int CmdExplain(const std::vector<std::string>& args) {
     Error("explain needs a RULE-ID (see 'ncclscan rules --list')");
     return kExitError;
   }
-  auto rules = Rules(dirs);
+  RuleSources src;
+  if (!ScanRuleSources(vm, dirs, {}, &src)) return kExitError;
+  auto rules = Rules(src);
   if (!rules) return kExitError;
   int rc = kExitOk;
   std::string out;  // rule text, escaped before it is printed (SafeLines)
@@ -232,7 +256,13 @@ int CmdTest(const std::vector<std::string>& args) {
   po::notify(vm);
   if (vm.count("help")) return Help();
   if (roots.empty()) roots.push_back("corpus");
-  auto rules = Rules(dirs, disable);
+  // The corpus' expectations are the built-in rules': no site rules, no
+  // config file, unless given with --rules.
+  RuleSources src;
+  src.site = false;
+  src.dirs = dirs;
+  src.disable = disable;
+  auto rules = Rules(src);
   if (!rules) return kExitError;
   CorpusOptions opts;
   opts.update = update;
@@ -252,12 +282,14 @@ int CmdTest(const std::vector<std::string>& args) {
 
 }  // namespace
 
-// The long option nearest to a mistyped one (edit distance at most 2), "" if none.
-static std::string NearestOption(const std::string& typed) {
+namespace ncclscan::cli {
+
+std::string NearestOption(const std::string& typed) {
   static const char* const kOptions[] = {
-      "--help",          "--version", "--jobs",         "--format",     "--color", "--fail-on", "--rules",  "--disable",
-      "--verbose",       "--job-id",  "--glob",         "--hidden",     "--ranks", "--quiet",   "--output", "--update",
-      "--update-golden", "--case",    "--judge-misses", "--judge-json", "--check", "--list",    "--id"};
+      "--help",    "--version", "--jobs",          "--format",   "--color",        "--fail-on",    "--rules",
+      "--disable", "--verbose", "--job-id",        "--glob",     "--hidden",       "--ranks",      "--quiet",
+      "--output",  "--update",  "--update-golden", "--case",     "--judge-misses", "--judge-json", "--check",
+      "--list",    "--id",      "--no-config",     "--progress", "--no-progress"};
   std::string t = typed;
   if (t.rfind("--", 0) != 0) t = (t.rfind('-', 0) == 0 ? "-" : "--") + t;
   std::string best;
@@ -280,6 +312,8 @@ static std::string NearestOption(const std::string& typed) {
   }
   return best;
 }
+
+}  // namespace ncclscan::cli
 
 static int Dispatch(int argc, char** argv) {
   try {

@@ -119,8 +119,9 @@ struct FailPolicy {
   bool unknown = false;
 };
 
-// Throws, as program_options does, on an unknown or malformed option.
-void ParseScanFlags(int argc, char** argv, ScanMode mode, ScanFlags* f) {
+// scan's flags (partial's and merge's: with -o), bound to *f, and the operands
+// ("path"), all in *all.
+void DescribeScanFlags(ScanMode mode, ScanFlags* f, po::options_description* all) {
   po::options_description desc;
   if (mode != ScanMode::kScan) desc.add_options()("output,o", po::value(&f->output), "");
   desc.add_options()("job-id", po::value(&f->job_id), "");
@@ -129,17 +130,105 @@ void ParseScanFlags(int argc, char** argv, ScanMode mode, ScanFlags* f) {
   desc.add_options()("hidden", "");                        // ripgrep's --hidden: walks read dot-files too
   desc.add_options()("quiet,q", "");                       // grep's -q: no report, the exit status only
   desc.add_options()("progress", "")("no-progress", "");   // default: on a terminal, past ~1 s
+  desc.add_options()("no-config", "");                     // ripgrep's: no config file of default flags
   desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&f->jobs), "")(
       "format,f", po::value(&f->format), "")("color", po::value(&f->color), "")("fail-on", po::value(&f->fail_on), "")(
       "rules", po::value(&f->rule_dirs), "")("disable", po::value(&f->disable), "")("verbose,v", "");
   po::options_description hidden;
   hidden.add_options()("path", po::value(&f->paths));
+  all->add(desc).add(hidden);
+}
+
+bool Has(const po::parsed_options& p, const std::string& key) {
+  for (const auto& o : p.options) {
+    if (o.string_key == key) return true;
+  }
+  return false;
+}
+
+// The config file's arguments as scan's flags, in *parsed. False, said on
+// stderr with the file and line, for one scan does not take and for a path:
+// the file holds defaults for every scan, never what to scan.
+bool ParseConfigFlags(const ConfigFile& cfg, ScanFlags* scratch, po::parsed_options* parsed) {
   po::options_description all;
-  all.add(desc).add(hidden);
+  DescribeScanFlags(ScanMode::kScan, scratch, &all);
   po::positional_options_description pos;
   pos.add("path", -1);
-  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), f->vm);
+  try {
+    *parsed = po::command_line_parser(cfg.args).options(all).positional(pos).run();
+  } catch (const po::error_with_option_name& e) {
+    const std::string name = e.get_option_name();
+    Error(cfg.Where(name) + ": " + e.what() + " (in the config file; --no-config ignores it)");
+    const std::string near = NearestOption(name.substr(0, name.find('=')));
+    if (name.find(' ') != std::string::npos) {  // "--format json" on one line
+      std::cerr << "help: one argument per line: --flag=value, or the flag and its value on two lines\n";
+    } else if (!near.empty()) {
+      std::cerr << "did you mean '" << near << "'?\n";
+    }
+    return false;
+  } catch (const po::error& e) {
+    Error(cfg.path + ": " + e.what() + " (in the config file; --no-config ignores it)");
+    return false;
+  }
+  for (const auto& o : parsed->options) {
+    if (o.string_key == "path") {
+      const std::string arg = o.value.empty() ? "" : o.value[0];
+      Error(cfg.Where(arg) + ": '" + arg + "' is not a flag: the config file holds default flags, never paths");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether the command line's `cmd` gives again what the config file's option
+// `o` sets, which it then replaces (ripgrep: the later flag wins). Repeatable
+// flags add up instead, the config file's first.
+bool ReplacedBy(const po::option& o, const po::parsed_options& cmd) {
+  const std::string& k = o.string_key;
+  if (k == "rules" || k == "disable" || k == "glob") return false;
+  if (k == "progress" || k == "no-progress") return Has(cmd, "progress") || Has(cmd, "no-progress");
+  return Has(cmd, k);
+}
+
+// Throws, as program_options does, on an unknown or malformed option of the
+// command line. The config file's flags (cli/site_config.h) go first, less
+// those the command line replaces; false, said on stderr, when it cannot be
+// read or holds a flag scan does not take.
+bool ParseScanFlags(int argc, char** argv, ScanMode mode, ScanFlags* f) {
+  po::options_description all;
+  DescribeScanFlags(mode, f, &all);
+  po::positional_options_description pos;
+  pos.add("path", -1);
+  const po::parsed_options cmd = po::command_line_parser(argc, argv).options(all).positional(pos).run();
+  po::parsed_options merged(&all);
+  // --help and --version answer whatever the config file says.
+  const bool config = !Has(cmd, "no-config") && !Has(cmd, "help") && !Has(cmd, "version");
+  ConfigFile cfg;
+  if (config && !ReadConfigFile(&cfg)) return false;
+  if (!cfg.args.empty()) {
+    ScanFlags scratch;
+    po::parsed_options conf(nullptr);
+    if (!ParseConfigFlags(cfg, &scratch, &conf)) return false;
+    for (const auto& o : conf.options) {
+      if (!ReplacedBy(o, cmd)) merged.options.push_back(o);
+    }
+  }
+  merged.options.insert(merged.options.end(), cmd.options.begin(), cmd.options.end());
+  try {
+    po::store(merged, f->vm);
+  } catch (const po::multiple_occurrences& e) {
+    // Twice on the command line is the command line's error, as without a
+    // config file; else the config file gives it twice.
+    std::string key = e.get_option_name();
+    key.erase(0, key.find_first_not_of('-'));
+    size_t on_cmd = 0;
+    for (const auto& o : cmd.options) on_cmd += o.string_key == key;
+    if (on_cmd > 1 || cfg.args.empty()) throw;
+    Error(cfg.Where("--" + key) + ": " + e.what() + " (in the config file; --no-config ignores it)");
+    return false;
+  }
   po::notify(f->vm);
+  return true;
 }
 
 // The flags' values checked, each problem said on stderr; *fail from --fail-on.
@@ -255,9 +344,23 @@ int ScanExitStatus(const Analysis& a, const FailPolicy& fail) {
 
 }  // namespace
 
+bool ConfigRuleFlags(std::vector<std::string>* dirs, std::vector<std::string>* disable) {
+  ConfigFile cfg;
+  if (!ReadConfigFile(&cfg)) return false;
+  if (cfg.args.empty()) return true;
+  ScanFlags f;
+  po::parsed_options conf(nullptr);
+  if (!ParseConfigFlags(cfg, &f, &conf)) return false;
+  for (const auto& o : conf.options) {
+    if (o.string_key == "rules") dirs->insert(dirs->end(), o.value.begin(), o.value.end());
+    if (o.string_key == "disable") disable->insert(disable->end(), o.value.begin(), o.value.end());
+  }
+  return true;
+}
+
 int CmdScan(int argc, char** argv, ScanMode mode) {
   ScanFlags f;
-  ParseScanFlags(argc, argv, mode, &f);
+  if (!ParseScanFlags(argc, argv, mode, &f)) return kExitError;
   if (f.vm.count("help")) return Help();
   if (f.vm.count("version")) {
     std::cout << "ncclscan " << ToolVersion() << "\n";
@@ -265,7 +368,11 @@ int CmdScan(int argc, char** argv, ScanMode mode) {
   }
   FailPolicy fail;
   if (!CheckScanFlags(f, mode, &fail)) return kExitError;
-  auto rules = Rules(f.rule_dirs, f.disable, /*examples=*/false);
+  RuleSources src;
+  src.dirs = f.rule_dirs;
+  src.disable = f.disable;
+  src.examples = false;
+  auto rules = Rules(src);
   if (!rules) return kExitError;
   if (mode == ScanMode::kMerge && !f.output.empty()) {
     std::string err;

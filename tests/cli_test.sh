@@ -20,6 +20,10 @@ NS=$(readlink -f "$1")
 ROOT=$(readlink -f "$2")
 T=$(mktemp -d /tmp/ncclscan_cli.XXXXXX)
 chmod 755 "$T"
+# A site's rules and the user's config file would change the answers below:
+# none are read unless a check sets them (cli/site_config.h).
+export NCCLSCAN_SYSTEM_RULES= NCCLSCAN_CONFIG_PATH=
+unset NCCLSCAN_RULES
 PY=/usr/bin/python3
 
 PLAN=(
@@ -48,6 +52,10 @@ PLAN=(
   did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color progress_on_a_terminal_never_in_pipes
   first_screen_names_the_culprit_in_40_lines verbose_shows_every_finding_in_full headline_names_reporters_as_such
   identity_conflicts_grouped_as_several_jobs
+  site_rules_precedence missing_system_rules_dir_is_silent missing_env_rules_dir_is_an_error
+  site_rules_seen_by_rules_and_explain test_reads_no_site_rules_nor_config config_file_gives_default_flags
+  config_file_default_locations config_file_errors_name_file_and_line config_rules_seen_by_rules_and_explain
+  help_is_short_and_points_to_the_man_page
 )
 pass=0
 fail=0
@@ -369,6 +377,138 @@ expect json_eq '[f["explanation"].count("NCCL_IB_TIMEOUT=14") for f in d["findin
 end
 check readme_site_rule_silent_at_22 0 "$NS" --rules "$T/readme_rule" --fail-on warning --format json "$T/ibto22.log"
 expect json_eq '[f["rule"] for f in d["findings"] if f["severity"] != "info"]' '[]'
+end
+
+# --- for a site: the system rule directory, NCCLSCAN_RULES, the config file ---
+# One rule, SITE-FLAKY-SWITCH, in four directories, each with its own severity:
+# a later layer replaces it (built-in < system < NCCLSCAN_RULES < --rules).
+for layer in sys:warning env1:error env2:critical cmd:info; do
+  mkdir -p "$T/layer-${layer%%:*}"
+  sed -e "s/severity: critical/severity: ${layer#*:}/" -e "s/Known flaky switch port/from ${layer%%:*}/" \
+    "$T/myrules/site.yaml" >"$T/layer-${layer%%:*}/site.yaml"
+done
+site_rule() { json_eq '[(f["title"], f["severity"]) for f in d["findings"] if f["rule"] == "SITE-FLAKY-SWITCH"]' "$1"; }
+check site_rules_precedence 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" "$NS" --format json --fail-on never "$GOOD"
+expect site_rule "[('from sys', 'warning')]"
+also_run 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" NCCLSCAN_RULES="$T/layer-env1" "$NS" --format json --fail-on never "$GOOD"
+expect site_rule "[('from env1', 'error')]"
+# ':'-separated, empty entries skipped, the last one wins.
+also_run 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" NCCLSCAN_RULES=":$T/layer-env1::$T/layer-env2:" "$NS" --format json --fail-on never "$GOOD"
+expect site_rule "[('from env2', 'critical')]"
+also_run 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" NCCLSCAN_RULES="$T/layer-env2" "$NS" --rules "$T/layer-cmd" --format json --fail-on never "$GOOD"
+expect site_rule "[('from cmd', 'info')]"
+# The exit status follows the site's severity like any rule's.
+also_run 1 env NCCLSCAN_RULES="$T/layer-env2" "$NS" --fail-on critical "$GOOD"
+expect out_has 'SITE-FLAKY-SWITCH'
+end
+check missing_system_rules_dir_is_silent 1 env NCCLSCAN_SYSTEM_RULES="$T/no-such-dir" "$NS" "$GOOD"
+expect no_err
+expect out_lacks 'SITE-FLAKY-SWITCH'
+end
+check missing_env_rules_dir_is_an_error 2 env NCCLSCAN_RULES="$T/layer-env1:$T/no-such-dir" "$NS" "$GOOD"
+expect err_has "^ncclscan: error: NCCLSCAN_RULES names '$T/no-such-dir': No such file or directory"
+expect out_lacks .
+also_run 2 env NCCLSCAN_RULES="$T/no-such-dir" "$NS" rules --list
+expect err_has "NCCLSCAN_RULES names '$T/no-such-dir'"
+end
+check site_rules_seen_by_rules_and_explain 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" NCCLSCAN_RULES="$T/layer-env1" "$NS" rules --check
+expect out_has '^ok: '
+expect out_has "^site rules: $T/layer-sys (system)$"
+expect out_has "^site rules: $T/layer-env1 (NCCLSCAN_RULES)$"
+also_run 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" NCCLSCAN_RULES="$T/layer-env1" "$NS" rules --list --format json
+expect json_eq '[(r["severity"], r["title"]) for r in d["rules"] if r["id"] == "SITE-FLAKY-SWITCH"]' "[('error', 'from env1')]"
+also_run 0 env NCCLSCAN_SYSTEM_RULES="$T/layer-sys" "$NS" explain SITE-FLAKY-SWITCH
+expect out_has '^SITE-FLAKY-SWITCH: from sys$'
+expect out_has "defined:   $T/layer-sys/site.yaml:2"
+end
+# test reads neither: the corpus' expectations are the built-in rules'. A site
+# rule directory that turns off the case's primary rule and a config file with
+# a flag test does not take would both fail it.
+mkdir -p "$T/site-off"
+printf 'disable: [DIVERGENT-RANK]\n' >"$T/site-off/off.yaml"
+printf -- '--format=json\n--no-such-flag\n' >"$T/bad-config"
+check test_reads_no_site_rules_nor_config 0 env NCCLSCAN_SYSTEM_RULES="$T/site-off" NCCLSCAN_RULES="$T/site-off" NCCLSCAN_CONFIG_PATH="$T/bad-config" "$NS" test "$ROOT/corpus/sim-divergent_rank-perrank-12r3h" --color never
+expect out_has '^1 passed, 0 failed$'
+also_run 1 "$NS" test "$ROOT/corpus/sim-divergent_rank-perrank-12r3h" --color never --rules "$T/site-off"
+expect out_has '^0 passed, 1 failed$'
+end
+# The config file: one argument per line, '#' comments, blanks trimmed; the
+# command line's flags win; repeatable ones add up (the config file's first).
+printf '# my defaults\n\n  --format=json  \n--rules\n%s\n-g\n*.log\n' "$T/layer-env1" >"$T/config"
+check config_file_gives_default_flags 0 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" --fail-on never "$GOOD"
+expect is_json
+expect site_rule "[('from env1', 'error')]"
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" --fail-on never --format text "$GOOD"
+expect out_has '^\[1\] '
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" --fail-on never --rules "$T/layer-cmd" "$GOOD"
+expect site_rule "[('from cmd', 'info')]"
+# -g '*.log' from the config file, then '!good*' from the command line: of a
+# walk over good.log and good.txt, nothing is left to read; without the latter, good.log.
+mkdir -p "$T/globs"
+cp "$GOOD" "$T/globs/good.log"
+cp "$GOOD" "$T/globs/good.txt"
+also_run 2 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" -g '!good*' "$T/globs"
+expect err_has 'no readable input'
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" --fail-on never "$T/globs"
+expect json_eq '[f["path"].split("/")[-1] for f in d["input"]["files"]]' "['good.log']"
+also_run 1 env NCCLSCAN_CONFIG_PATH="$T/config" "$NS" --no-config "$GOOD"
+expect out_has '^FAIL '
+expect out_lacks 'SITE-FLAKY-SWITCH'
+end
+mkdir -p "$T/home/.config/ncclscan" "$T/xdg/ncclscan"
+printf -- '--format=json\n' >"$T/home/.config/ncclscan/config"
+printf -- '--format=markdown\n' >"$T/xdg/ncclscan/config"
+check config_file_default_locations 1 env -u NCCLSCAN_CONFIG_PATH HOME="$T/home" XDG_CONFIG_HOME= "$NS" "$GOOD"
+expect is_json
+also_run 1 env -u NCCLSCAN_CONFIG_PATH HOME="$T/home" XDG_CONFIG_HOME="$T/xdg" "$NS" "$GOOD"
+expect out_has '^## ncclscan: FAIL'
+# A relative XDG_CONFIG_HOME is ignored (XDG base directory spec).
+also_run 1 env -u NCCLSCAN_CONFIG_PATH HOME="$T/home" XDG_CONFIG_HOME=xdg "$NS" "$GOOD"
+expect is_json
+# None there: nothing read, nothing said.
+also_run 1 env -u NCCLSCAN_CONFIG_PATH HOME="$T/no-such-home" XDG_CONFIG_HOME= "$NS" "$GOOD"
+expect out_has '^FAIL '
+expect no_err
+end
+printf '# defaults\n--fromat=json\n' >"$T/typo-config"
+printf -- '--format json\n' >"$T/joined-config"
+printf -- '--color=never\nlogs/\n' >"$T/path-config"
+check config_file_errors_name_file_and_line 2 env NCCLSCAN_CONFIG_PATH="$T/typo-config" "$NS" "$GOOD"
+expect err_has "^ncclscan: error: $T/typo-config:2: unrecognised option '--fromat=json'"
+expect err_has "did you mean '--format'"
+expect out_lacks .
+also_run 2 env NCCLSCAN_CONFIG_PATH="$T/joined-config" "$NS" "$GOOD"
+expect err_has "$T/joined-config:1: unrecognised option '--format json'"
+expect err_has '^help: one argument per line'
+also_run 2 env NCCLSCAN_CONFIG_PATH="$T/path-config" "$NS" "$GOOD"
+expect err_has "$T/path-config:2: 'logs/' is not a flag"
+also_run 2 env NCCLSCAN_CONFIG_PATH="$T/no-such-config" "$NS" "$GOOD"
+expect err_has "config file $T/no-such-config: No such file or directory (named by NCCLSCAN_CONFIG_PATH)"
+also_run 2 env NCCLSCAN_CONFIG_PATH=/dev/zero "$NS" "$GOOD"
+expect err_has 'larger than 1 MiB'
+# --no-config, --help and --version need no readable config file.
+also_run 1 env NCCLSCAN_CONFIG_PATH="$T/no-such-config" "$NS" --no-config "$GOOD"
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/typo-config" "$NS" --version
+end
+printf -- '--disable=NCCL-CONNECT-FAILED\n--rules=%s\n' "$T/layer-env2" >"$T/rules-config"
+check config_rules_seen_by_rules_and_explain 0 env NCCLSCAN_CONFIG_PATH="$T/rules-config" "$NS" rules --list --format json
+expect json_eq '[r["enabled"] for r in d["rules"] if r["id"] == "NCCL-CONNECT-FAILED"]' '[False]'
+expect json_eq '[r["title"] for r in d["rules"] if r["id"] == "SITE-FLAKY-SWITCH"]' "['from env2']"
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/rules-config" "$NS" explain NCCL-CONNECT-FAILED
+expect out_has '^  enabled:   no'
+also_run 0 env NCCLSCAN_CONFIG_PATH="$T/rules-config" "$NS" rules --list --format json --no-config
+expect json_eq '[r["enabled"] for r in d["rules"] if r["id"] == "NCCL-CONNECT-FAILED"]' '[True]'
+also_run 2 env NCCLSCAN_CONFIG_PATH="$T/typo-config" "$NS" explain NCCL-CONNECT-FAILED
+expect err_has "$T/typo-config:2: unrecognised option"
+end
+# --help is the quick reference; ENVIRONMENT, FILES and READING THE REPORT are the man page's.
+check help_is_short_and_points_to_the_man_page 0 "$NS" --help
+expect out_has 'NCCLSCAN_RULES'
+expect out_has '^  --no-config '
+expect out_has "^more in 'man ncclscan': environment, files, reading the report.$"
+expect out_lacks '^environment:'
+expect out_lacks '^reading the report:'
+expect out_lacks 'man page only'
 end
 
 mkdir -p "$T/notyaml"
