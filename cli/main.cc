@@ -289,7 +289,8 @@ std::string NearestOption(const std::string& typed) {
       "--help",    "--version", "--jobs",          "--format",   "--color",        "--fail-on",    "--rules",
       "--disable", "--verbose", "--job-id",        "--glob",     "--hidden",       "--ranks",      "--quiet",
       "--output",  "--update",  "--update-golden", "--case",     "--judge-misses", "--judge-json", "--check",
-      "--list",    "--id",      "--no-config",     "--progress", "--no-progress"};
+      "--list",    "--id",      "--no-config",     "--progress", "--no-progress",  "--files",      "--rank",
+      "--host",    "--context"};
   std::string t = typed;
   if (t.rfind("--", 0) != 0) t = (t.rfind('-', 0) == 0 ? "-" : "--") + t;
   std::string best;

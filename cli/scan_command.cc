@@ -2,6 +2,7 @@
 // to a file) and merge (partials diagnosed or combined): their flags checked,
 // the progress line, the report written and the exit status.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,12 +12,16 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli_internal.h"
+#include "engine/io/source.h"
 #include "engine/reports/report.h"
 #include "engine/reports/trace_report.h"
 #include "engine/run/analyze.h"
@@ -107,7 +112,9 @@ struct ScanFlags {
   std::vector<std::string> rule_dirs, paths, disable;
   std::string job_id;
   std::vector<std::string> globs;
-  po::variables_map vm;  // for the switches (--ranks, --quiet, --progress…)
+  int only_rank = -1, context = 0;  // --rank, -C
+  std::string only_host;            // --host
+  po::variables_map vm;             // for the switches (--ranks, --quiet, --progress…)
 };
 
 // What --fail-on makes of the findings.
@@ -131,6 +138,9 @@ void DescribeScanFlags(ScanMode mode, ScanFlags* f, po::options_description* all
   desc.add_options()("quiet,q", "");                       // grep's -q: no report, the exit status only
   desc.add_options()("progress", "")("no-progress", "");   // default: on a terminal, past ~1 s
   desc.add_options()("no-config", "");                     // ripgrep's: no config file of default flags
+  desc.add_options()("files", "");                         // ripgrep's --files: what would be read, and each skip
+  desc.add_options()("rank", po::value(&f->only_rank), "")("host", po::value(&f->only_host), "");
+  desc.add_options()("context,C", po::value(&f->context), "");  // grep's -C N around each evidence line
   desc.add_options()("help,h", "")("version,V", "")("jobs,j", po::value(&f->jobs), "")(
       "format,f", po::value(&f->format), "")("color", po::value(&f->color), "")("fail-on", po::value(&f->fail_on), "")(
       "rules", po::value(&f->rule_dirs), "")("disable", po::value(&f->disable), "")("verbose,v", "");
@@ -251,6 +261,14 @@ bool CheckScanFlags(const ScanFlags& f, ScanMode mode, FailPolicy* fail) {
     Error("--jobs must be 0 or more");
     return false;
   }
+  if (f.vm.count("rank") && f.only_rank < 0) {
+    Error("--rank must be a rank number, 0 or more");
+    return false;
+  }
+  if (f.context < 0 || f.context > 1000) {
+    Error("-C must be 0 to 1000 lines");
+    return false;
+  }
   if (mode == ScanMode::kPartial && f.output.empty()) {
     Error("partial needs -o FILE, the partial to write (see --help)");
     return false;
@@ -310,9 +328,83 @@ bool AnalyzeInputs(const RuleSet& rules, const ScanFlags& f, ScanMode mode, Scan
   return true;
 }
 
+// -C N: the lines around each evidence line, read again from the files they
+// came from (plain or compressed; not stdin, not an archive member, whose
+// bytes are gone), each file once.
+class ContextLines {
+ public:
+  ContextLines(const JobState& st, const Diagnosis& d, int n) : n_(n) {
+    std::map<int, std::set<int64_t>> want;  // file -> its evidence lines
+    for (const Finding& f : d.findings) {
+      for (const Evidence& e : f.evidence) {
+        if (e.file >= 0 && e.line > 0) want[e.file].insert(e.line);
+      }
+    }
+    for (const auto& [file, lines] : want) Read(st.files()[file].path, lines, &by_file_[file]);
+  }
+  std::vector<std::pair<int64_t, std::string>> Around(const Evidence& e) const {
+    std::vector<std::pair<int64_t, std::string>> out;
+    auto f = by_file_.find(e.file);
+    if (f == by_file_.end()) return out;
+    for (auto it = f->second.lower_bound(e.line - n_); it != f->second.end() && it->first <= e.line + n_; ++it) {
+      out.push_back(*it);
+    }
+    return out;
+  }
+
+ private:
+  void Read(const std::string& path, const std::set<int64_t>& lines, std::map<int64_t, std::string>* out) {
+    struct stat sb;
+    if (path == "-" || path == "<stdin>" || stat(path.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    InputPath in;
+    in.path = path;
+    std::string err, name;
+    auto reader = InputReader::Open(in, nullptr, &err);
+    if (!reader || !reader->NextMember(&name, &err)) return;
+    std::string pending;
+    int64_t no = 1;
+    char buf[1 << 16];
+    auto keep = [&](std::string line) {
+      auto it = lines.lower_bound(no - n_);
+      if (it != lines.end() && *it <= no + n_) {
+        if (line.size() > 512) line.resize(512);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        (*out)[no] = std::move(line);
+      }
+      ++no;
+    };
+    for (;;) {
+      const ssize_t got = reader->Read(buf, sizeof buf, &err);
+      if (got <= 0) break;
+      size_t start = 0;
+      for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
+        if (buf[i] != '\n') continue;
+        pending.append(buf + start, i - start);
+        keep(std::move(pending));
+        pending.clear();
+        start = i + 1;
+      }
+      if (pending.size() < 4096) pending.append(buf + start, std::min<size_t>(static_cast<size_t>(got) - start, 4096));
+      if (no > *lines.rbegin() + n_) break;
+    }
+    if (!pending.empty()) keep(std::move(pending));
+  }
+
+  int n_;
+  std::map<int, std::map<int64_t, std::string>> by_file_;
+};
+
 void WriteScanReport(const Analysis& a, const ScanFlags& f) {
   ReportOptions ro;
   ro.ranks = f.vm.count("ranks") > 0;
+  ro.only_rank = f.only_rank;
+  ro.only_host = f.only_host;
+  ro.context = f.context;
+  std::unique_ptr<ContextLines> around;
+  if (f.context > 0 && f.format == "text" && !f.vm.count("quiet")) {
+    around = std::make_unique<ContextLines>(*a.state, a.diagnosis, f.context);
+    ro.context_lines = [&around](const Evidence& e) { return around->Around(e); };
+  }
   if (f.vm.count("quiet")) {
     // No report; errors still go to stderr and the exit status is the same.
   } else if (f.format == "json") {
@@ -327,6 +419,50 @@ void WriteScanReport(const Analysis& a, const ScanFlags& f) {
     ro.width = TerminalWidth(1);
     WriteReport(RenderText(*a.state, a.diagnosis, ro));
   }
+}
+
+// --files: every file (and archive member) a scan would read, then every one
+// it would leave out and why, one per line; nothing is scanned. Exit 0 when
+// something would be read, 2 when nothing would.
+int ListFiles(const std::vector<std::string>& paths, const GlobFilter& globs) {
+  static const std::map<std::string, std::string> kWhy = {
+      {kSkipNotALog, "not a log: prose or a JSON document; -g GLOB reads it"},
+      {kSkipBinary, "binary"},
+      {kSkipDuplicate, "the same file as another path"},
+      {kSkipHidden, "hidden; --hidden reads it"}};
+  std::vector<std::string> errors;
+  std::vector<std::pair<std::string, std::string>> skips;
+  const std::vector<std::string> args = paths.empty() ? std::vector<std::string>{"-"} : paths;
+  const ExpandedInputs in = ExpandInputs(args, globs, &errors, &skips);
+  std::string out;
+  size_t read = 0;
+  for (const InputPath& p : in.files) {
+    std::string err;
+    auto reader = InputReader::Open(p, &globs, &err);
+    if (!reader) {
+      errors.push_back(DisplayPath(p.path) + ": " + err);
+      continue;
+    }
+    reader->ListSkipsInto(&skips);
+    std::string name;
+    while (reader->NextMember(&name, &err)) {
+      out += "read  " + SanitizeForTerminal(name, 4096) + "\n";
+      ++read;
+    }
+    if (!err.empty()) errors.push_back(DisplayPath(p.path) + ": " + err);
+  }
+  std::stable_sort(skips.begin(), skips.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  for (const auto& [why, path] : skips) {
+    auto it = kWhy.find(why);
+    out += "skip  " + SanitizeForTerminal(path, 4096) + " (" + (it == kWhy.end() ? why : it->second) + ")\n";
+  }
+  WriteReport(out);
+  for (const auto& e : errors) Error(e);
+  if (read == 0) {
+    Error("no readable input");
+    return kExitError;
+  }
+  return kExitOk;
 }
 
 int ScanExitStatus(const Analysis& a, const FailPolicy& fail) {
@@ -392,6 +528,7 @@ int CmdScan(int argc, char** argv, ScanMode mode) {
       return kExitError;
     }
   }
+  if (f.vm.count("files")) return ListFiles(f.paths, opts.globs);
   if (mode == ScanMode::kPartial) return WritePartial(*rules, f, opts);
   Analysis a;
   if (!AnalyzeInputs(*rules, f, mode, &opts, &a)) return kExitError;

@@ -51,7 +51,8 @@ PLAN=(
   many_broken_rules_are_summarised quiet_prints_nothing_and_keeps_the_status short_version
   did_you_mean_a_mistyped_flag empty_no_color_does_not_disable_color progress_on_a_terminal_never_in_pipes
   first_screen_names_the_culprit_in_40_lines verbose_shows_every_finding_in_full headline_names_reporters_as_such
-  identity_conflicts_grouped_as_several_jobs
+  identity_conflicts_grouped_as_several_jobs named_binary_is_an_error zip_read_member_by_member files_lists_reads_and_skips
+  rank_and_host_show_what_one_did context_lines_around_evidence
   site_rules_precedence missing_system_rules_dir_is_silent missing_env_rules_dir_is_an_error
   site_rules_seen_by_rules_and_explain test_reads_no_site_rules_nor_config config_file_gives_default_flags
   config_file_default_locations config_file_errors_name_file_and_line config_rules_seen_by_rules_and_explain
@@ -1197,6 +1198,65 @@ expect count_is '^identity: ' 4
 expect out_has '^identity: and [0-9]* more conflicts like these (-v lists them)'
 also_run 0 "$NS" -v --color never --fail-on never "$T/jobs"
 expect out_lacks 'more conflicts like these'
+end
+
+# A binary named on the command line is an error (exit 2 alone; beside logs,
+# the logs are still read and the binary is listed as unreadable); one a walk
+# meets is skipped and counted, as before.
+check named_binary_is_an_error 2 "$NS" /bin/true
+expect err_has 'a binary file, not a log'
+also_run 0 "$NS" --format json --fail-on never /bin/true "$GOOD"
+expect json_eq '[f["error"][:14] for f in d["input"]["files"] if "error" in f]' "['a binary file,']"
+end
+
+# A zip is an archive: its members are read as a tar's are.
+mkdir -p "$T/zipsrc"
+cp "$TWELVE"/gpu-node-002/rank9.log "$T/zipsrc/rank9.log"
+cp "$TWELVE"/gpu-node-000/rank0.log "$T/zipsrc/rank0.log"
+"$PY" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(p, p.rsplit("/", 1)[1]) for p in sys.argv[2:]]' "$T/job.zip" "$T/zipsrc/rank0.log" "$T/zipsrc/rank9.log"
+check zip_read_member_by_member 1 "$NS" --format json "$T/job.zip"
+expect json_eq '[f["path"].rsplit("/", 1)[1] for f in d["input"]["files"]]' "['job.zip:rank0.log', 'job.zip:rank9.log']"
+expect json_eq 'd["input"]["ranks"]["list"]' '0,9'
+end
+
+# --files: what a scan would read and each skip with its reason; nothing scanned.
+mkdir -p "$T/listing/.hid"
+cp /bin/true "$T/listing/prog"
+echo '# notes' >"$T/listing/README.md"
+echo 'x' >"$T/listing/.hid/a.log"
+cp "$TWELVE"/gpu-node-002/rank9.log "$T/listing/rank9.log"
+check files_lists_reads_and_skips 0 "$NS" --files "$T/listing" "$T/job.zip"
+expect out_has "^read  $T/listing/rank9.log\$"
+expect out_has "^read  $T/job.zip:rank0.log\$"
+expect out_has "^skip  $T/listing/prog (binary)\$"
+expect out_has "^skip  $T/listing/README.md (not a log"
+expect out_has "^skip  $T/listing/.hid (hidden; --hidden reads it)\$"
+expect out_lacks 'HUNG'
+also_run 2 "$NS" --files "$T/listing/prog"
+expect err_has 'no readable input'
+end
+
+# --rank R / --host H: only what concerns that rank or host, numbered as in the
+# whole report, with the rank's last line; a rank not in the logs says so.
+check rank_and_host_show_what_one_did 1 "$NS" --color never --rank 9 "$TWELVE"
+expect out_has '^showing rank 9 on gpu-node-002 (pid 10181): [0-9]* of 13 findings concern it; its last line: .*rank9.log:'
+expect out_has '^\[1\] CRITICAL Divergent rank behind a collective timeout'
+expect out_has 'gpu-node-002/rank9.log:28:'
+expect out_lacks 'gpu-node-000/rank3.log:30:'
+also_run 1 "$NS" --color never --host gpu-node-000 "$TWELVE"
+expect out_has '^showing host gpu-node-000 (4 ranks):'
+also_run 1 "$NS" --color never --rank 99 "$TWELVE"
+expect out_has '^showing rank 99 (not in these logs'
+expect out_lacks '^\[1\]'
+also_run 2 "$NS" --rank -3 "$TWELVE"
+end
+
+# -C N: the lines around each evidence line, numbered, from the file itself.
+check context_lines_around_evidence 1 "$NS" --color never -C 2 --rank 9 "$TWELVE"
+expect out_has '^        26- gpu-node-002:10181:10181 \[1\] NCCL INFO AllReduce: opCount 4'
+expect out_has '^        30- '
+also_run 1 "$NS" --color never --rank 9 "$TWELVE"
+expect out_lacks '^        26- '
 end
 
 finish

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "engine/io/source_internal.h"
+#include "parsers/flight_recorder.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -115,6 +116,7 @@ class InputReader::Tar {
   explicit Tar(std::unique_ptr<ByteReader> in) : in_(std::move(in)), a_(archive_read_new()) {
     src_.in = in_.get();
     archive_read_support_format_tar(a_.get());  // ustar, pax, GNU
+    archive_read_support_format_zip(a_.get());  // streamed: members in the order they are stored
   }
   bool Open(std::string* err) { return OpenArchive(a_.get(), &src_, err); }
   // The next regular file: 1 with *member set, 0 at the end, -1 on error.
@@ -167,7 +169,11 @@ std::unique_ptr<InputReader> InputReader::Open(const InputPath& input, const Glo
   r->globs_ = globs;
   auto peek = std::make_unique<Peekable>(std::move(stream));
   peek->Peek(kSniffBytes);
-  if (IsTarHeader(peek->head())) {
+  // A zip is read as an archive when named on the command line or called
+  // *.zip; one a walk finds under another name (a PyTorch checkpoint, a
+  // wheel) stays a binary the walk skips.
+  const bool zip = IsZipHeader(peek->head()) && (!input.walked || EndsWith(SniffName(input.path), ".zip"));
+  if (IsTarHeader(peek->head()) || zip) {
     r->tar_ = std::make_unique<Tar>(std::move(peek));
     if (!r->tar_->Open(err)) return nullptr;
   } else {
@@ -181,12 +187,18 @@ bool InputReader::NextMember(std::string* name, std::string* err) {
   if (!tar_) {
     if (started_) return false;
     started_ = true;
+    const std::string_view head = static_cast<Peekable*>(stream_.get())->head();
+    const char* why = SkipByContent(SniffName(input_.path), head);
     if (input_.walked) {
-      const char* why = SkipByContent(SniffName(input_.path), static_cast<Peekable*>(stream_.get())->head());
       if (why && (why == kSkipBinary || !input_.globbed)) {
         skipped_.Add(why, display_);
         return false;
       }
+    } else if (why == kSkipBinary && !LooksLikePickle(head)) {
+      // Named on the command line (or piped in): a binary is an error, not
+      // "no problem found" over bytes that were never a log.
+      *err = "a binary file, not a log (images, executables and archives other than tar and zip are not read)";
+      return false;
     }
     *name = display_;
     member_ = std::move(stream_);

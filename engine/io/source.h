@@ -49,6 +49,9 @@ struct SkippedInputs {
   std::map<std::string, uint64_t> count;                   // reason -> files
   std::vector<std::pair<std::string, std::string>> paths;  // (reason, path), sorted, at most kMaxPaths
   uint64_t walk_errors = 0;  // missing paths, unreadable directories, dangling links, link loops
+  // When set, every (reason, path) added is also appended here, unbounded
+  // (--files lists them all); not copied by Merge.
+  std::vector<std::pair<std::string, std::string>>* every = nullptr;
 
   void Add(const char* reason, const std::string& path);
   void Merge(const SkippedInputs& o);
@@ -122,8 +125,10 @@ struct ExpandedInputs {
 // link, so output does not depend on argument order. Problems (missing path,
 // unreadable directory, dangling link, loop) go to *errors, are counted in
 // skipped.walk_errors, and the rest is still returned.
+// `every` (may be null): each skip appended, unbounded (SkippedInputs::every).
 ExpandedInputs ExpandInputs(const std::vector<std::string>& args, const GlobFilter& globs,
-                            std::vector<std::string>* errors);
+                            std::vector<std::string>* errors,
+                            std::vector<std::pair<std::string, std::string>>* every = nullptr);
 // The same without globs, paths only.
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& args, std::vector<std::string>* errors);
 
@@ -174,6 +179,8 @@ class InputReader {
   bool ReadsOnAfterMemberError() const;
   // Members skipped so far (hygiene).
   const SkippedInputs& skipped() const { return skipped_; }
+  // From now on, each member skipped is also appended to *every (--files).
+  void ListSkipsInto(std::vector<std::pair<std::string, std::string>>* every) { skipped_.every = every; }
 
  private:
   class Tar;

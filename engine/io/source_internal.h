@@ -110,6 +110,7 @@ std::unique_ptr<ByteReader> Decompressed(std::unique_ptr<ByteReader> raw, std::s
 
 // A ustar / GNU / pax tar header: "ustar" at 257 and a valid header checksum.
 bool IsTarHeader(std::string_view h);
+bool IsZipHeader(std::string_view h);
 
 // The name content hygiene looks at: the base name without a compression suffix.
 std::string SniffName(std::string_view path);

@@ -17,6 +17,11 @@
 
 namespace ncclscan {
 
+// A zip archive's first local file header ("PK\3\4"; "PK\5\6": an empty one).
+bool IsZipHeader(std::string_view h) {
+  return StartsWith(h, std::string_view("PK\x03\x04", 4)) || StartsWith(h, std::string_view("PK\x05\x06", 4));
+}
+
 // A ustar / GNU / pax tar header: "ustar" at 257 and a valid header checksum.
 bool IsTarHeader(std::string_view h) {
   if (h.size() < 512 || h.compare(257, 5, "ustar") != 0) return false;
@@ -171,6 +176,7 @@ void KeepSkippedPath(std::vector<std::pair<std::string, std::string>>* paths, st
 
 void SkippedInputs::Add(const char* reason, const std::string& path) {
   ++count[reason];
+  if (every) every->emplace_back(reason, path);
   KeepSkippedPath(&paths, {reason, path});
 }
 
@@ -451,8 +457,9 @@ class Walker {
 }  // namespace
 
 ExpandedInputs ExpandInputs(const std::vector<std::string>& args, const GlobFilter& globs,
-                            std::vector<std::string>* errors) {
+                            std::vector<std::string>* errors, std::vector<std::pair<std::string, std::string>>* every) {
   ExpandedInputs out;
+  out.skipped.every = every;
   std::vector<Candidate> found;
   Walker walker(globs, &out, &found, errors);
   for (const auto& a : args) {
@@ -515,6 +522,7 @@ ExpandedInputs ExpandInputs(const std::vector<std::string>& args, const GlobFilt
   std::sort(out.files.begin(), out.files.end(), [](const InputPath& x, const InputPath& y) { return x.path < y.path; });
   std::sort(dups.begin(), dups.end(), [](const Candidate& x, const Candidate& y) { return x.in.path < y.in.path; });
   for (const auto& d : dups) out.skipped.Add(kSkipDuplicate, d.in.path);
+  out.skipped.every = nullptr;  // the caller's list, not the result's
   return out;
 }
 

@@ -7,6 +7,7 @@
 #ifndef NCCLSCAN_ENGINE_REPORTS_REPORT_H_
 #define NCCLSCAN_ENGINE_REPORTS_REPORT_H_
 
+#include <functional>
 #include <string>
 
 #include "engine/models/diagnosis.h"
@@ -41,6 +42,15 @@ struct ReportOptions {
   // 0: no wrapping (not a terminal).
   int width = 0;
   bool ranks = false;  // text and markdown: add the per-rank table
+  // text: --rank R / --host H: only the findings that concern that rank or
+  // host (numbered as in the whole report), with its evidence lines.
+  int only_rank = -1;
+  std::string only_host;
+  // text: -C N: N lines before and after each evidence line, as context_lines
+  // gives them ((line number, text) pairs around e; none where the input
+  // cannot be read again, as stdin).
+  int context = 0;
+  std::function<std::vector<std::pair<int64_t, std::string>>(const Evidence& e)> context_lines;
 };
 
 // Every string from the input is escaped for the output it goes to: JSON by

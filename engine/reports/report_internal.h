@@ -140,6 +140,18 @@ std::string WithCommas(uint64_t v);
 
 // Columns a line of (sanitized) text takes at a terminal: one per character.
 size_t Columns(std::string_view s);
+// Where a finding is: who, compactly ("ranks 0-11 on 3 hosts", WhoText) or
+// in full (verbose); then its communicator, group, op and sequence.
+std::string Where(const Finding& f, bool verbose);
+// The report's line on what was read: files, bytes, lines by family, ranks,
+// hosts, communicators, NCCL versions.
+std::string InputLine(const JobState& st);
+// The one line a healthy run gets: what was healthy.
+std::string HealthLine(const JobState& st);
+// What the state's bounds left out, a line each; none within them.
+std::vector<std::string> LimitNotes(const JobState& st);
+std::string InternalErrorNote(const std::string& e);
+
 // `text` (one line, already made safe) laid out in lines of at most `width`
 // columns: the first line continues at column `first_col`, the next ones
 // start with `indent` spaces. Breaks at blanks; a word wider than a line is
