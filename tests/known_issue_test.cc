@@ -230,7 +230,7 @@ TEST_F(KnownIssueScan, AffectedVersionFiresAndSaysSo) {
   std::string md = RenderMarkdown(*a.state, a.diagnosis);
   EXPECT_NE(md.find("**Known issue:** bootstrap messages reordered"), std::string::npos) << md;
   std::string json = RenderJson(*a.state, a.diagnosis);
-  EXPECT_NE(json.find("\"schema_version\":\"1.1\""), std::string::npos);
+  EXPECT_NE(json.find("\"schema_version\":\"1.2\""), std::string::npos);
   EXPECT_NE(json.find("\"known_issues\":[{\"url\":\"https://github.com/NVIDIA/nccl/issues/1176\",\"title\":"
                       "\"bootstrap messages reordered\",\"component\":\"nccl\",\"affected\":\">=2.19.1,<2.21.5\","
                       "\"fixed_in\":\"2.21.5\",\"affected_only\":true,\"status\":\"affected\",\"versions\":"
