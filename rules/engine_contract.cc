@@ -98,6 +98,8 @@ const std::vector<EngineFact>& EngineFacts() {
        {"awaits"}},
       {Fact::kTransportChain, "transport_chain", MergeMode::kFirst, false, KeyKind::kName,
        "the peer map's lone reporter (its error came through transport code: the peer is the job's)"},
+      {Fact::kNodes, "nodes", MergeMode::kMax, false, KeyKind::kName,
+       "line findings of one node's launcher: on a one-node job a worker's local rank is its rank"},
   };
   return kFacts;
 }

@@ -69,6 +69,7 @@ enum class Fact : int {
   kLastLine,
   kStoreWait,
   kTransportChain,
+  kNodes,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -151,8 +151,26 @@ void FillWhere(const std::map<std::string, std::string>& vars, Finding* f) {
   f->sequence = get({"seq", "seqnum"});
 }
 
+// How many nodes the job says it runs on (the `nodes` fact: NCCL's nNodes,
+// torchrun's --standalone / --nnodes, the rendezvous' group_world_size): the
+// largest stated, 0 when nothing says.
+int64_t StatedNodes(const JobState& state) {
+  const int nodes = state.rules().fact(Fact::kNodes);
+  int64_t most = 0;
+  if (nodes < 0) return most;
+  for (int s : state.LiveSubjects()) {
+    const FactValue* v = state.subjects()[s].Get(nodes);
+    std::string_view t = v ? std::string_view(v->value) : std::string_view();
+    int64_t n;
+    if (v && ConsumeInt(&t, &n) && t.empty()) most = std::max(most, n);
+  }
+  return most;
+}
+
 void LineFindings(const JobState& state, std::vector<Finding>* out) {
   const RuleSet& rules = state.rules();
+  // On a job of one node a launcher's "local_rank N" is global rank N.
+  const bool one_node = StatedNodes(state) == 1;
   for (const auto& kv : state.line_findings()) {
     const LineFindingAcc& acc = kv.second;
     const CompiledRule& r = rules.rules()[acc.rule];
@@ -165,6 +183,12 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     f.last = acc.last;
     f.result = acc.result;
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
+    if (one_node && f.ranks.empty() && acc.count == 1) {
+      auto lr = acc.vars.find("local_rank");
+      std::string_view t = lr == acc.vars.end() ? std::string_view() : std::string_view(lr->second);
+      int64_t rank;
+      if (!t.empty() && ConsumeInt(&t, &rank) && t.empty() && rank < kMaxRanks) f.ranks = {static_cast<int>(rank)};
+    }
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };
     f.explanation = r.explanation.Render(lookup);
