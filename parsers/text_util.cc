@@ -26,6 +26,8 @@ bool ConsumeInt(std::string_view* s, int64_t* out) {
   return true;
 }
 
+bool ParseInt(std::string_view s, int64_t* out) { return ConsumeInt(&s, out) && s.empty(); }
+
 IntParse ConsumeIntBelow(std::string_view* s, int64_t limit, int64_t* out) {
   size_t i = 0;
   int64_t v = 0;

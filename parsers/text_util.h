@@ -60,6 +60,9 @@ size_t TokenBegin(std::string_view s, size_t to);
 // Parses a run of decimal digits at the front of *s (consuming it). Returns false
 // if there is none or it overflows int64.
 bool ConsumeInt(std::string_view* s, int64_t* out);
+// The whole of s as a run of decimal digits (ConsumeInt with nothing after):
+// false for "", "12x" or an overflow.
+bool ParseInt(std::string_view s, int64_t* out);
 // Like ConsumeInt for a number that must stay below `limit` (a rank, a device,
 // a count stored in an int): a longer or larger run of digits is consumed too
 // and reported as kOutOfRange, so that callers reject the value instead of

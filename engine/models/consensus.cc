@@ -48,8 +48,7 @@ std::string DtypeName(const std::string& code) {
   static const char* kNames[] = {"int8", "uint8", "int32", "uint32", "int64",   "uint64",
                                  "fp16", "fp32",  "fp64",  "bf16",   "fp8e4m3", "fp8e5m2"};
   int64_t v;
-  std::string_view sv = code;
-  if (ConsumeInt(&sv, &v) && sv.empty() && v >= 0 && v < 12) return kNames[v];
+  if (ParseInt(code, &v) && v >= 0 && v < 12) return kNames[v];
   return code;
 }
 

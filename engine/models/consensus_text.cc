@@ -33,11 +33,6 @@ std::vector<int> RankList(const std::string& s) {
   return out;
 }
 
-bool Int(const std::string& s, int64_t* out) {
-  std::string_view v = s;
-  return ConsumeInt(&v, out) && v.empty();
-}
-
 // first_error says what failed (rules/*.yaml): the process's own failures are
 // those PyTorch raises (torch.yaml, catalog_torch.yaml, the catch-all's
 // "PyTorch error …"); every other value is an error NCCL or its transport
@@ -301,12 +296,12 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
     if (enq_f < static_cast<int>(sub.keyed.size())) {
       for (const auto& kv : sub.keyed[enq_f]) {
         Status& st = by_pg[kv.first][sub.rank];
-        Int(kv.second.value, &st.enqueued);
+        ParseInt(kv.second.value, &st.enqueued);
         st.ev = kv.second.evidence;
       }
     }
     if (done_f < static_cast<int>(sub.keyed.size())) {
-      for (const auto& kv : sub.keyed[done_f]) Int(kv.second.value, &by_pg[kv.first][sub.rank].completed);
+      for (const auto& kv : sub.keyed[done_f]) ParseInt(kv.second.value, &by_pg[kv.first][sub.rank].completed);
     }
   }
   std::set<int> told;
@@ -327,7 +322,7 @@ void Checks::NotStartedText(const CompiledCorrelation& c) const {
       if (unjoined_f >= static_cast<int>(sub.keyed.size())) continue;
       for (const auto& kv : sub.keyed[unjoined_f]) {
         int64_t next;
-        if (!Int(kv.first, &next)) continue;
+        if (!ParseInt(kv.first, &next)) continue;
         for (int r : RankList(kv.second.value)) {
           if (told.count(r)) continue;
           // The rank's own status in any group that reached #N: one report covers one group.

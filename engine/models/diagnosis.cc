@@ -160,9 +160,8 @@ int64_t StatedNodes(const JobState& state) {
   if (nodes < 0) return most;
   for (int s : state.LiveSubjects()) {
     const FactValue* v = state.subjects()[s].Get(nodes);
-    std::string_view t = v ? std::string_view(v->value) : std::string_view();
     int64_t n;
-    if (v && ConsumeInt(&t, &n) && t.empty()) most = std::max(most, n);
+    if (v && ParseInt(v->value, &n)) most = std::max(most, n);
   }
   return most;
 }
@@ -185,9 +184,8 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     FillSubjects(state, std::vector<int>(acc.subjects.begin(), acc.subjects.end()), &f);
     if (one_node && f.ranks.empty() && acc.count == 1) {
       auto lr = acc.vars.find("local_rank");
-      std::string_view t = lr == acc.vars.end() ? std::string_view() : std::string_view(lr->second);
       int64_t rank;
-      if (!t.empty() && ConsumeInt(&t, &rank) && t.empty() && rank < kMaxRanks) f.ranks = {static_cast<int>(rank)};
+      if (lr != acc.vars.end() && ParseInt(lr->second, &rank) && rank < kMaxRanks) f.ranks = {static_cast<int>(rank)};
     }
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };

@@ -169,21 +169,20 @@ std::string TextEvidence(const TextView& v, const Evidence& e) {
     }
   };
   context_rows(true);
-  if (!v.opts.verbose && width > 0) {  // one row each on a terminal; -v shows the whole line
-    const std::string path = st.CitedPath(e, "?");
-    std::string shown_path = path;
-    if (Columns(path) > static_cast<size_t>(width) / 3) {
-      const size_t last = path.rfind('/');
-      const size_t before = last == std::string::npos || last == 0 ? std::string::npos : path.rfind('/', last - 1);
-      if (before != std::string::npos && before > 0) shown_path = ".../" + path.substr(before + 1);
-    }
-    const std::string cited = SanitizeForTerminal(shown_path, kMaxCellText) + fmt::format(":{}:", st.CitedLine(e));
+  const bool one_row = !v.opts.verbose && width > 0;  // on a terminal; -v shows the whole line
+  std::string path = st.CitedPath(e, "?");
+  if (one_row && Columns(path) > static_cast<size_t>(width) / 3) {
+    // A long path keeps its last two parts (the host or job directory and the file).
+    const size_t last = path.rfind('/');
+    const size_t before = last == std::string::npos || last == 0 ? std::string::npos : path.rfind('/', last - 1);
+    if (before != std::string::npos && before > 0) path = ".../" + path.substr(before + 1);
+  }
+  const std::string cited = SanitizeForTerminal(path, kMaxCellText) + fmt::format(":{}:", st.CitedLine(e));
+  if (one_row) {
     const std::string row = OneRow(cited + " " + SanitizeForTerminal(e.text, 200), 6, width);
     const size_t loc_len = std::min(row.size(), cited.size());
     out += "      " + v.sty.Wrap("2", row.substr(0, loc_len)) + row.substr(loc_len) + "\n";
   } else {
-    const std::string cited =
-        SanitizeForTerminal(st.CitedPath(e, "?"), kMaxCellText) + fmt::format(":{}:", st.CitedLine(e));
     std::string loc = WrapColumns(cited, 6, 8, width);
     std::string body = WrapColumns(SanitizeForTerminal(e.text, 200), EndColumn(loc, 6) + 1, 8, width);
     out += "      " + v.sty.Wrap("2", loc) + (StartsWith(body, "\n") ? "" : " ") + body + "\n";

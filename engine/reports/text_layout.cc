@@ -1,7 +1,6 @@
 // Laying out text for a terminal (engine/reports/report_internal.h): columns,
 // wrapping at blanks and between tokens, one-row cuts.
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "engine/reports/report_internal.h"
@@ -15,10 +14,21 @@ size_t Columns(std::string_view s) {
   return n;
 }
 
-// `text` (one line, already made safe) laid out in lines of at most `width`
-// columns: the first line continues at column `first_col`, the next ones
-// start with `indent` spaces. Breaks at spaces; a word wider than a line is
-// broken between two characters. width 0: unchanged (not a terminal).
+namespace {
+
+// The bytes of the first `cols` characters of s (all of s when it is shorter).
+size_t BytesOfColumns(std::string_view s, size_t cols) {
+  size_t i = 0;
+  for (size_t c = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && c++ == cols) break;
+  }
+  return i;
+}
+
+}  // namespace
+
+// Declared in report_internal.h: breaks at blanks; a word wider than a line
+// after its last ',', '/', ';' or ':' that fits, else between two characters.
 std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, int width) {
   if (width <= 0) return std::string(text);
   const size_t w = std::max(static_cast<size_t>(width), indent + 20);
@@ -51,14 +61,11 @@ std::string WrapColumns(std::string_view text, size_t first_col, size_t indent, 
         newline();
         continue;
       }
-      size_t take = w - col, i = 0;
-      for (size_t c = 0; i < word.size(); ++i) {
-        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80 && c++ == take) break;
-      }
+      size_t take = w - col, i = BytesOfColumns(word, take);
       // Between two tokens of the word where it has any (after a ',', '/',
       // ';' or ':'): never inside a number or a host name when it can be helped.
       size_t token_end = i;
-      while (token_end > 0 && !std::strchr(",/;:", word[token_end - 1])) --token_end;
+      while (token_end > 0 && std::string_view(",/;:").find(word[token_end - 1]) == std::string_view::npos) --token_end;
       if (token_end > 0) {
         take = Columns(word.substr(0, token_end));
         i = token_end;
@@ -82,11 +89,7 @@ std::string OneRow(std::string_view text, size_t first_col, int width) {
   if (width <= 0) return std::string(text);
   const size_t room = static_cast<size_t>(width) > first_col + 8 ? static_cast<size_t>(width) - first_col : 8;
   if (Columns(text) <= room) return std::string(text);
-  size_t i = 0;
-  for (size_t c = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && c++ == room - 3) break;
-  }
-  return std::string(text.substr(0, i)) + "...";
+  return std::string(text.substr(0, BytesOfColumns(text, room - 3))) + "...";
 }
 
 // The column where text laid out by WrapColumns from `first_col` ends.

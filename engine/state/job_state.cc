@@ -235,7 +235,7 @@ void JobState::ApplyIdentity(const CompiledRule& r, const MatchVars& var, int si
   // vote like a [rankN] prefix; a communicator's own rank line still wins.
   std::string_view rh = render(r.identity[kIdRankHint], &b1);
   int64_t rhv;
-  if (!rh.empty() && ConsumeInt(&rh, &rhv) && rh.empty() && rhv >= 0 && rhv < kMaxRanks && subjects_.all[si].pid >= 0) {
+  if (ParseInt(rh, &rhv) && rhv < kMaxRanks && subjects_.all[si].pid >= 0) {
     subjects_.all[si].rank_hints[static_cast<int>(rhv)] += 1;
   }
   // The return-code chain after a WARN ("file:line -> N") names its ncclResult_t.
