@@ -28,6 +28,39 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
+bool LooksLikeHost(std::string_view t) {
+  if (t.empty() || t.size() > 63 || t.find_first_of("0123456789-") == std::string_view::npos) return false;
+  for (char c : t) {
+    if (!(IsAlpha(c) || IsDigit(c) || c == '-' || c == '.' || c == '_')) return false;
+  }
+  return IsAlpha(t[0]) || IsDigit(t[0]);
+}
+
+// The host a kernel-log or tool-output file name carries ("" if none).
+std::string_view KernelDumpHost(std::string_view base) {
+  for (std::string_view ext : {".log", ".txt", ".out"}) {
+    if (EndsWith(base, ext)) {
+      base.remove_suffix(ext.size());
+      break;
+    }
+  }
+  for (std::string_view kind :
+       {"dmesg", "kern", "kernel", "syslog", "journal", "journalctl", "nvidia-smi", "ibstat", "ibstatus", "topo"}) {
+    // <host>.<kind>
+    if (base.size() > kind.size() + 1 && EndsWith(base, kind) && base[base.size() - kind.size() - 1] == '.') {
+      std::string_view host = base.substr(0, base.size() - kind.size() - 1);
+      if (LooksLikeHost(host)) return host;
+    }
+    // <kind>.<host>, <kind>-<host>, <kind>_<host>
+    if (base.size() > kind.size() + 1 && StartsWith(base, kind) &&
+        (base[kind.size()] == '.' || base[kind.size()] == '-' || base[kind.size()] == '_')) {
+      std::string_view host = base.substr(kind.size() + 1);
+      if (LooksLikeHost(host)) return host;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 PathHints ParsePathHints(std::string_view path) {
@@ -67,6 +100,9 @@ PathHints ParsePathHints(std::string_view path) {
       if (att < kMaxRanks) h.attempt = static_cast<int>(att);
     }
   }
+  // A host's kernel log or tool output saved under its name: node-7.dmesg.log,
+  // dmesg.node-7.txt, dmesg-node-7.log, cn-234.nvidia-smi.log (the host alone, no pid).
+  h.host = std::string(KernelDumpHost(base));
   // NCCL_DEBUG_FILE=…/nccl.%h.%p
   if (StartsWith(base, "nccl.")) {
     std::string_view rest = base.substr(5);

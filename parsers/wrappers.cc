@@ -7,8 +7,13 @@
 #endif
 
 #include "parsers/text_util.h"
+#include "parsers/wrappers_internal.h"
 
 namespace ncclscan {
+
+using wrappers_internal::LooksLikeHostToken;
+using wrappers_internal::Strip;
+using wrappers_internal::StripSyslogOrCtime;
 
 namespace {
 
@@ -120,19 +125,6 @@ std::string_view StripAnsi(std::string_view s, Arena* arena) {
 }
 
 namespace {
-
-bool LooksLikeHostToken(std::string_view t) {
-  if (t.empty() || t.size() > 64) return false;
-  bool alpha = false;
-  for (char c : t) {
-    if (IsAlpha(c))
-      alpha = true;
-    else if (!IsDigit(c) && c != '-' && c != '.' && c != '_')
-      return false;
-  }
-  return alpha;
-}
-
 // Does `s` start like an inner header we know (so a preceding "x: " is a wrapper)?
 bool StartsLikeHeader(std::string_view s) {
   if (StartsWith(s, "[rank") || StartsWith(s, "NCCL ") || StartsWith(s, "[default")) return true;
@@ -252,10 +244,9 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
 
 namespace {
 
-// What one kind of wrapper made of the front of a line. kNoWrapper says the
-// line starts the way that kind does ('[' or '(') but is none of its forms:
-// then no later kind is tried either, as their tests would misread it.
-enum class Strip { kNotThis, kStripped, kNoWrapper };
+using wrappers_internal::StripHostKernel;
+using wrappers_internal::StripKernelStamp;
+using wrappers_internal::StripKernFacility;
 
 // Markdown quoting.
 Strip StripMarkdownQuote(std::string_view* s, ParsedLine*) {
@@ -282,6 +273,7 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
     out->year = year;
   }
   *s = u;
+  StripHostKernel(s, out);
   return Strip::kStripped;
 }
 
@@ -435,7 +427,8 @@ Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   size_t close = t.find(']');
   if (close == std::string_view::npos || close >= 64) return Strip::kNoWrapper;
   using BracketForm = bool (*)(std::string_view*, size_t, ParsedLine*);
-  static constexpr BracketForm kForms[] = {StripMpiTagOutput, StripRankPrefix, StripKubectlPrefix, StripToolLineNumber};
+  static constexpr BracketForm kForms[] = {StripMpiTagOutput, StripRankPrefix, StripKubectlPrefix, StripToolLineNumber,
+                                           StripKernelStamp};
   for (BracketForm strip : kForms) {
     if (strip(s, close, out)) return Strip::kStripped;
   }
@@ -462,8 +455,10 @@ Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
+}  // namespace
+
 // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
-Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out) {
+Strip wrappers_internal::StripSyslogOrCtime(std::string_view* s, ParsedLine* out) {
   static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   static const char* kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
   std::string_view t = *s;
@@ -520,6 +515,8 @@ Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
+namespace {
+
 // grep -H / -n: "path-123-" (context), "path:", "path:123:" and "123:" (grep -n alone).
 Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
   if (StripGrepContext(s, out)) return Strip::kStripped;
@@ -568,8 +565,8 @@ Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
 // "3: ", a path before pdsh's "host: ").
 using WrapperStripper = Strip (*)(std::string_view*, ParsedLine*);
 constexpr WrapperStripper kWrapperKinds[] = {
-    StripMarkdownQuote, StripIsoTimestamp, StripTimeOfDay,     StripKaggleTiming, StripSrunLabel,
-    StripBracketed,     StripRayPrefix,    StripSyslogOrCtime, StripGrepPrefix,   StripPdshHost,
+    StripMarkdownQuote, StripIsoTimestamp,  StripTimeOfDay,    StripKaggleTiming, StripSrunLabel, StripBracketed,
+    StripRayPrefix,     StripSyslogOrCtime, StripKernFacility, StripGrepPrefix,   StripPdshHost,
 };
 
 }  // namespace

@@ -70,6 +70,7 @@ enum class Fact : int {
   kStoreWait,
   kTransportChain,
   kNodes,
+  kGpuBus,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -113,7 +113,12 @@ struct Example {
   std::map<std::string, std::string> captures;  // expected capture values (optional)
 };
 
-enum class SubjectMode { kLine, kCapture, kPrevious };
+// Whose line it is: the line's own process or rank (kLine), the rank in capture
+// `rank` (kCapture), the subject of the file's last kCapture line (kPrevious),
+// or, for lines one process prints about another (a kernel's OOM killer, an
+// NVRM Xid), the process in capture `pid` (kProcess) or the GPU at PCI address
+// `pci` (kDevice) on the host in capture `host` or the line's own.
+enum class SubjectMode { kLine, kCapture, kPrevious, kProcess, kDevice };
 
 struct FactAssign {
   Located<std::string> fact;   // "env" for keyed facts

@@ -264,11 +264,21 @@ void RuleLoader::CompileIdentity(const std::set<std::string>& vars, CompiledRule
 void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::string>& vars, CompiledRule* cr) {
   Impl& im = *impl_;
   const LineRule& r = cr->spec;
-  if (r.subject == SubjectMode::kCapture) {
-    cr->subject_capture = cr->CaptureIndex("rank");
+  if (r.subject == SubjectMode::kCapture || r.subject == SubjectMode::kProcess || r.subject == SubjectMode::kDevice) {
+    const char* group = r.subject == SubjectMode::kCapture   ? "rank"
+                        : r.subject == SubjectMode::kProcess ? "pid"
+                                                             : "pci";
+    cr->subject_capture = cr->CaptureIndex(group);
     if (cr->subject_capture < 0 && re.ok()) {
-      im.Error(r.pattern.pos, "E-TEMPLATE", "subject: capture needs a capture group named 'rank'");
+      im.Error(r.pattern.pos, "E-TEMPLATE",
+               std::string("subject: ") +
+                   (r.subject == SubjectMode::kCapture   ? "capture"
+                    : r.subject == SubjectMode::kProcess ? "process"
+                                                         : "device") +
+                   " needs a capture group named '" + group + "'");
     }
+    if (r.subject != SubjectMode::kCapture) cr->subject_host = cr->CaptureIndex("host");
+    if (r.subject == SubjectMode::kDevice) cr->subject_pid = cr->CaptureIndex("pid");
   }
   if (r.finding.present) {
     std::set<std::string> fvars = vars;

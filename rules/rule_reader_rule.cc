@@ -190,8 +190,12 @@ void RuleReader::ReadSubject(const YAML::Node& v, LineRule* r) {
     r->subject = SubjectMode::kCapture;
   else if (s.value == "previous")
     r->subject = SubjectMode::kPrevious;
+  else if (s.value == "process")
+    r->subject = SubjectMode::kProcess;
+  else if (s.value == "device")
+    r->subject = SubjectMode::kDevice;
   else
-    Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture or previous");
+    Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture, previous, process or device");
 }
 
 void RuleReader::ReadFallback(const YAML::Node& v, LineRule* r) {

@@ -80,7 +80,9 @@ struct CompiledRule {
   // `fields` rules: the search for each field's anchor, or none when the
   // field shares the previous field's anchor (same position).
   std::vector<std::optional<LiteralFinder>> field_finders;
-  int subject_capture = -1;           // group named "rank" when subject: capture
+  int subject_capture = -1;           // group "rank" (capture), "pid" (process) or "pci" (device)
+  int subject_host = -1;              // process/device: the group named "host", if any
+  int subject_pid = -1;               // device: the group named "pid", if any
   std::vector<std::string> group_by;  // variable names
   // Only sets facts merged first/last/max/min/count, from the line's own
   // process: a run of its matches can be folded to one update per fact entry

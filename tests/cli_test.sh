@@ -1171,7 +1171,7 @@ expect count_is '^    fix: ' 1
 end
 
 check verbose_shows_every_finding_in_full 1 "$NS" -v --color never "$TWELVE"
-expect count_is '^    fix: ' 13
+expect count_is '^    fix: ' 14
 expect out_lacks '^consequences'
 expect out_has '^    ranks 0-11 on gpu-node-000,gpu-node-001,gpu-node-002 ALLREDUCE #6'
 end
@@ -1239,7 +1239,7 @@ end
 # --rank R / --host H: only what concerns that rank or host, numbered as in the
 # whole report, with the rank's last line; a rank not in the logs says so.
 check rank_and_host_show_what_one_did 1 "$NS" --color never --rank 9 "$TWELVE"
-expect out_has '^showing rank 9 on gpu-node-002 (pid 10181): [0-9]* of 13 findings concern it; its last line: .*rank9.log:'
+expect out_has '^showing rank 9 on gpu-node-002 (pid 10181): [0-9]* of 14 findings concern it; its last line: .*rank9.log:'
 expect out_has '^\[1\] CRITICAL Divergent rank behind a collective timeout'
 expect out_has 'gpu-node-002/rank9.log:28:'
 expect out_lacks 'gpu-node-000/rank3.log:30:'

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "parsers/path_hints.h"
+#include "parsers/pci_address.h"
 #include "parsers/text_util.h"
 #include "parsers/wrappers.h"
 
@@ -182,6 +183,33 @@ INSTANTIATE_TEST_SUITE_P(
              "gpu-a17", -1, -2, -2, -2, "gpu-a17", nullptr, -2, true},
         Case{"cri", std::string("2024-11-22T10:15:32.123456789Z stdout F ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17"},
+        // Kernel logs: dmesg, dmesg -T, dmesg -H, journalctl -k (short, short-iso,
+        // short-monotonic), a shipper's "host: kern: level: [time]: ".
+        Case{"dmesg",
+             "[ 9912.200001] NVRM: Xid (PCI:0000:3b:00): 79, pid=5103, name=python, GPU has fallen off the bus.",
+             Family::kOther, "NVRM: Xid (PCI:0000:3b:00): 79, pid=5103, name=python, GPU has fallen off the bus."},
+        Case{"dmesg_T", "[Fri Nov 22 10:15:31 2024] Out of memory: Killed process 5103 (python)", Family::kOther,
+             "Out of memory: Killed process 5103 (python)", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
+        Case{"dmesg_H", "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+             Family::kOther, "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0"},
+        Case{"journal", "Nov 22 10:15:31 gpu-node-7 kernel: NVRM: Xid (PCI:0000:1b:00): 48, pid='<unknown>'",
+             Family::kOther, "NVRM: Xid (PCI:0000:1b:00): 48, pid='<unknown>'", nullptr, -1, -2, -2, -2, "gpu-node-7",
+             nullptr, -2, true},
+        Case{"journal_iso", "2024-11-22T10:15:31+0000 gpu-node-7 kernel: mlx5_core 0000:0c:00.0 ibp12s0: Link down",
+             Family::kOther, "mlx5_core 0000:0c:00.0 ibp12s0: Link down", nullptr, -1, -2, -2, -2, "gpu-node-7",
+             nullptr, -2, true},
+        Case{"journal_monotonic", "[ 9912.200001] gpu-node-7 kernel: Out of memory: Killed process 5103 (python)",
+             Family::kOther, "Out of memory: Killed process 5103 (python)", nullptr, -1, -2, -2, -2, "gpu-node-7"},
+        Case{"syslog_dmesg", "Nov 22 10:15:31 gpu-node-7 kernel: [ 9912.200001] NVRM: GPU at PCI:0000:3b:00: x",
+             Family::kOther, "NVRM: GPU at PCI:0000:3b:00: x", nullptr, -1, -2, -2, -2, "gpu-node-7", nullptr, -2,
+             true},
+        Case{"kern_facility",
+             "192.168.11.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: NVRM: Xid (PCI:0000:48:00): 62, 0",
+             Family::kOther, "NVRM: Xid (PCI:0000:48:00): 62, 0", nullptr, -1, -2, -2, -2, "192.168.11.119", nullptr,
+             -2, true},
+        // Brackets that are no kernel stamp: a number, a version.
+        Case{"not_dmesg", "[1.5] done", Family::kOther, "[1.5] done"},
+        Case{"not_dmesg_T", "[Fri Nov 22 10:15:31] done", Family::kOther, "[Fri Nov 22 10:15:31] done"},
         Case{"kubectl", std::string("[pod/trainer-worker-3/pytorch] ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, -2, -2, "trainer-worker-3"},
         Case{"kubectl_ts", std::string("[pod/trainer-worker-3/pytorch] 2024-11-22T10:15:32.123456789Z ") + kInfo,
@@ -586,6 +614,31 @@ TEST(PathHints, TorchrunLogDir) {
   EXPECT_EQ(h.local_rank, 3);
   EXPECT_EQ(h.attempt, 1);
   EXPECT_EQ(h.rank, -1);
+}
+
+TEST(PathHints, HostOfAKernelLogOrToolOutput) {
+  EXPECT_EQ(ParsePathHints("dump/node-7.dmesg.log").host, "node-7");
+  EXPECT_EQ(ParsePathHints("dump/cn-234.nvidia-smi.log").host, "cn-234");
+  EXPECT_EQ(ParsePathHints("dump/dmesg-gpu01.txt").host, "gpu01");
+  EXPECT_EQ(ParsePathHints("dump/dmesg.node7.gz").host, "node7");
+  EXPECT_EQ(ParsePathHints("dump/node-7.dmesg.log").pid, -1);
+  // A kind alone, or a word that is no host, names none.
+  EXPECT_EQ(ParsePathHints("dump/dmesg.log").host, "");
+  EXPECT_EQ(ParsePathHints("dump/dmesg-output.txt").host, "");
+  EXPECT_EQ(ParsePathHints("dump/rank3.log").host, "");
+}
+
+TEST(TextUtil, PciBusNumberReadsEveryToolsSpelling) {
+  EXPECT_EQ(PciBusNumber("1b000"), 0x1b000);             // NCCL's busId
+  EXPECT_EQ(PciBusNumber("PCI:0000:1b:00"), 0x1b000);    // NVRM's Xid (no function)
+  EXPECT_EQ(PciBusNumber("0000:1b:00.0"), 0x1b000);      // lspci -D
+  EXPECT_EQ(PciBusNumber("00000000:1B:00.0"), 0x1b000);  // nvidia-smi
+  EXPECT_EQ(PciBusNumber("1b:00.1"), 0x1b001);           // lspci, no domain
+  EXPECT_EQ(PciBusNumber("0001:1b:00.0"), 0x11b000);     // another domain is another GPU
+  EXPECT_NE(PciBusNumber("0000:1c:00.0"), PciBusNumber("1b000"));
+  for (const char* bad : {"", "PCI:", "0000:1b", "zz:00.0", "0000:1b:00.9", "0000:100:00.0", "1b.000"}) {
+    EXPECT_EQ(PciBusNumber(bad), -1) << bad;
+  }
 }
 
 TEST(PathHints, NcclDebugFile) {

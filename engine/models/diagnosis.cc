@@ -204,9 +204,10 @@ bool RanksBefore(const Finding& a, const Finding& b) {
   if (ca != cb) return cb;
   if (a.severity != b.severity) return a.severity > b.severity;
   // The collective-consensus model names a culprit (engine/models/consensus.h): at
-  // equal severity it goes before the findings of those who reported.
-  const bool xa = a.kind == CorrelationKind::kCollective, xb = b.kind == CorrelationKind::kCollective;
-  if (xa != xb) return xa;
+  // equal severity it goes before the findings of those who reported, and after
+  // what says why that culprit stopped.
+  auto tier = [](const Finding& f) { return f.why_culprit ? 0 : f.kind == CorrelationKind::kCollective ? 1 : 2; };
+  if (tier(a) != tier(b)) return tier(a) < tier(b);
   if (RoleOrder(a.role) != RoleOrder(b.role)) return RoleOrder(a.role) < RoleOrder(b.role);
   if (a.confidence != b.confidence) return a.confidence > b.confidence;
   if (a.rule_id != b.rule_id) return a.rule_id < b.rule_id;
@@ -399,6 +400,29 @@ void RunGuarded(const std::string& what, std::vector<std::string>* errors, const
   }
 }
 
+namespace {
+// A process that crashed, was killed or lost its GPU is why the collectives
+// waited for it: such a root line finding on the rank(s) a correlation names
+// for how they behaved (they lagged, never joined, stopped) goes before it.
+void MarkWhyCulprit(std::vector<Finding>* fs) {
+  std::vector<const std::vector<int>*> culprits;
+  for (const Finding& f : *fs) {
+    const bool behaviour =
+        f.category == Category::kDesync || f.category == Category::kHang || f.category == Category::kTimeout;
+    if (f.kind && behaviour && f.role != Role::kCascade && !f.suspect_ranks.empty())
+      culprits.push_back(&f.suspect_ranks);
+  }
+  for (Finding& f : *fs) {
+    if (f.kind || f.role != Role::kRoot || f.severity < Severity::kError || f.suspect_ranks.empty() ||
+        !(f.category == Category::kCrash || f.category == Category::kOom || f.category == Category::kCuda))
+      continue;
+    for (const std::vector<int>* c : culprits) {
+      if (std::includes(c->begin(), c->end(), f.suspect_ranks.begin(), f.suspect_ranks.end())) f.why_culprit = true;
+    }
+  }
+}
+}  // namespace
+
 Diagnosis Diagnose(const JobState& state) {
   Diagnosis d;
   std::vector<Finding>& fs = d.findings;
@@ -467,6 +491,7 @@ Diagnosis Diagnose(const JobState& state) {
     f.instance = fmt::format("{:016x}", Fnv1a(inst));
   }
 
+  MarkWhyCulprit(&fs);
   std::sort(fs.begin(), fs.end(), RanksBefore);
 
   Severity worst = Severity::kInfo;

@@ -60,6 +60,10 @@ struct Finding {
   std::vector<std::string> suspect_hosts;
   std::string instance;  // fingerprint + suspects: one ticket per culprit  // ncclResult_t named by the return-code
                          // chain after the WARN ("" if none)
+  // A root line finding that says why the rank(s) a collective-consensus
+  // finding names stopped (it crashed, was OOM-killed, lost its GPU): ranked
+  // before that finding (RanksBefore).
+  bool why_culprit = false;
 };
 
 struct Diagnosis {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "parsers/path_hints.h"
+#include "parsers/pci_address.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -133,13 +134,7 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   counters_.matched_lines++;
 
   const MatchVars var{r, groups, num_groups};
-  int capture_rank = -1;
-  if (r.subject_capture > 0 && r.subject_capture < num_groups && groups[r.subject_capture].data()) {
-    std::string_view rv(groups[r.subject_capture].data(), groups[r.subject_capture].size());
-    int64_t v;
-    if (ConsumeInt(&rv, &v) && v < kMaxRanks) capture_rank = static_cast<int>(v);
-  }
-  int si = SubjectFor(file, line, capture_rank, r.spec.subject == SubjectMode::kPrevious);
+  const int si = RuleSubject(file, line, r, groups, num_groups);
 
   const EvidenceRef ev = EvidenceRef::Of(file, line_no, line);
 
@@ -154,6 +149,49 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
 
   if (r.spec.finding.present) AddToLineFinding(r, rule_idx, var, si, line, ev);
+}
+
+int JobState::RuleSubject(int file, const ParsedLine& line, const CompiledRule& r, const re2::StringPiece* groups,
+                          int num_groups) {
+  auto group = [&](int g) {
+    return g > 0 && g < num_groups && groups[g].data() ? std::string_view(groups[g].data(), groups[g].size())
+                                                       : std::string_view();
+  };
+  const SubjectMode mode = r.spec.subject;
+  if (mode == SubjectMode::kProcess || mode == SubjectMode::kDevice) {
+    // A line about another process or a GPU (a kernel log): on the host the
+    // line names, else the host its wrapper or file names.
+    std::string_view host = group(r.subject_host);
+    if (host.empty()) host = line.host_hint;
+    if (host.empty()) host = line.host;
+    if (host.empty()) host = inputs_.files[file].path_host;
+    int64_t pid = -1;
+    if (!ParseInt(group(mode == SubjectMode::kProcess ? r.subject_capture : r.subject_pid), &pid)) pid = -1;
+    // The process the line names; Finalize joins it to the process of that pid
+    // on another host label, or by its GPU (fact gpu_bus) to the rank that used it.
+    if (pid >= 0) return ProcessSubject(host, pid);
+    const int64_t bus = mode == SubjectMode::kDevice ? PciBusNumber(group(r.subject_capture)) : -1;
+    if (bus >= 0) {
+      // The GPU, until Finalize finds the rank whose communicator init named its busId.
+      const SubjectKeyView key = SubjectKey::Device(host, bus);
+      int s = subjects_.Find(key);
+      if (s < 0) {
+        Subject d;
+        d.host = std::string(host);
+        d.label = "GPU " + std::string(group(r.subject_capture));
+        s = NewSubject(key, std::move(d));
+      }
+      subjects_.all[s].AddFile(file);
+      return s;
+    }
+  }
+  int capture_rank = -1;
+  if (mode == SubjectMode::kCapture) {
+    std::string_view rv = group(r.subject_capture);
+    int64_t v;
+    if (ConsumeInt(&rv, &v) && v < kMaxRanks) capture_rank = static_cast<int>(v);
+  }
+  return SubjectFor(file, line, capture_rank, mode == SubjectMode::kPrevious);
 }
 
 void JobState::ApplyIdentity(const CompiledRule& r, const MatchVars& var, int si, const EvidenceRef& ev) {

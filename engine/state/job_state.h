@@ -139,6 +139,9 @@ class JobState {
   int SubjectFor(int file, const ParsedLine& line, int rule_subject_rank, bool previous, int64_t weight = 1);
   int ProcessSubject(std::string_view host, int64_t pid);
   int RankSubject(int rank);
+  // The subject of a match of rule r (its `subject:` mode and captures).
+  int RuleSubject(int file, const ParsedLine& line, const CompiledRule& r, const re2::StringPiece* groups,
+                  int num_groups);
   // A new subject under `key`, or past kMaxSubjects the one subject that
   // summarises the rest.
   int NewSubject(const SubjectKeyView& key, Subject s) {
@@ -167,6 +170,11 @@ class JobState {
   std::vector<bool> MergeSubjectsOfOneRank();
   // A torchrun --log-dir file's unprefixed lines join its one process.
   void MergeOneProcessStreams();
+  // What a kernel log says of a process or GPU (subject: process / device)
+  // joins the process it is about: the one process of that pid when the
+  // kernel line named no host, else the one process on its host whose
+  // communicator init printed the GPU's busId (fact gpu_bus).
+  void JoinKernelSubjects();
   // Labels; communicator and finding members follow the merges.
   void Relabel(const std::vector<bool>& duplicate);
   // Folds each "ptr:host:pid:0x…" communicator, and each comm-keyed fact still

@@ -3,14 +3,18 @@
 // the merge of the subjects of one rank, pointer communicators folded into
 // their commId, and the labels the reports print.
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "engine/state/job_state.h"
+#include "parsers/pci_address.h"
 
 namespace ncclscan {
 
 void JobState::Finalize() {
   ResolvePointerComms();
   ResolveHosts();
+  JoinKernelSubjects();
   ResolveRanks();
   const std::vector<bool> duplicate = MergeSubjectsOfOneRank();
   MergeOneProcessStreams();
@@ -45,6 +49,56 @@ void JobState::ResolveHosts() {
   }
   for (auto& kv : identity_.address_owner) {
     if (addrs_of_host[kv.second].size() > 1) kv.second += "[" + kv.first + "]";
+  }
+}
+
+void JobState::JoinKernelSubjects() {
+  // A process of the job: a communicator member, or one a rank was hinted for.
+  auto in_job = [&](int i) {
+    const Subject& s = subjects_.all[i];
+    return !s.merged_away && s.pid >= 0 && !s.over_cap &&
+           (comms_.rank_in.count(i) || identity_.global_rank.count(i) || !s.rank_hints.empty() ||
+            !s.label_hints.empty());
+  };
+  const int n = static_cast<int>(subjects_.all.size());
+  // 1. A kernel line without a host names a pid: the one process of that pid.
+  std::multimap<int64_t, int> by_pid;
+  for (int i = 0; i < n; ++i) {
+    const Subject& s = subjects_.all[i];
+    if (!s.merged_away && s.pid >= 0 && !s.host.empty()) by_pid.emplace(s.pid, i);
+  }
+  for (int i = 0; i < n; ++i) {
+    const Subject& s = subjects_.all[i];
+    if (s.merged_away || s.pid < 0 || !s.host.empty() || in_job(i) || by_pid.count(s.pid) != 1) continue;
+    subjects_.Merge(i, by_pid.find(s.pid)->second, rules_->facts(), &counters_.over_key_cap);
+  }
+  // 2. A GPU (a device subject, or a process no NCCL line of the job is from: a
+  // host pid of a containerised job) joins the process whose communicator
+  // init printed its busId, on its host (any host when the kernel line named none).
+  const int bus_fact = rules_->fact(Fact::kGpuBus);
+  if (bus_fact < 0) return;
+  auto bus_of = [&](int i) {
+    const FactValue* v = subjects_.all[i].Get(bus_fact);
+    return v ? PciBusNumber(v->value) : int64_t{-1};
+  };
+  std::set<int> devices;
+  for (const auto& [key, i] : subjects_.index) {
+    if (key.kind == SubjectKind::kDevice) devices.insert(i);
+  }
+  std::multimap<int64_t, int> by_bus;
+  for (int j = 0; j < n; ++j) {
+    if (in_job(j) && bus_of(j) >= 0) by_bus.emplace(bus_of(j), j);
+  }
+  for (int i = 0; i < n; ++i) {
+    const Subject& k = subjects_.all[i];
+    if (k.merged_away || !(devices.count(i) || (k.pid >= 0 && !in_job(i)))) continue;
+    int match = -1, matches = 0;
+    for (auto [it, end] = by_bus.equal_range(bus_of(i)); it != end; ++it) {
+      if (!k.host.empty() && subjects_.all[it->second].host != k.host) continue;
+      match = it->second;
+      ++matches;
+    }
+    if (matches == 1) subjects_.Merge(i, match, rules_->facts(), &counters_.over_key_cap);
   }
 }
 
@@ -174,7 +228,7 @@ void JobState::Relabel(const std::vector<bool>& duplicate) {
     if (s.rank >= 0)
       s.label = "rank " + std::to_string(s.rank);
     else if (s.pid >= 0)
-      s.label = s.host + ":" + std::to_string(s.pid);
+      s.label = s.host.empty() ? "pid " + std::to_string(s.pid) : s.host + ":" + std::to_string(s.pid);
     if (duplicate[i]) s.label += " (" + s.host + ":" + std::to_string(s.pid) + ")";
   }
   for (auto& kv : comms_.by_id) {

@@ -102,6 +102,9 @@ int JobState::SubjectFor(int file, const ParsedLine& line, int capture_rank, boo
   if (!line.host_hint.empty()) {
     s.host = std::string(line.host_hint);
     s.host_from_hint = true;
+  } else if (!f.path_host.empty() && f.path_pid < 0) {  // node-7.dmesg.log
+    s.host = f.path_host;
+    s.host_from_hint = true;
   }
   return NewSubject(key, std::move(s));
 }

@@ -267,7 +267,7 @@ void SubjectTable::Decode(WireReader* r, Limits* l) {
   for (size_t i = 0; i < n && r->ok(); ++i) {
     SubjectKey key;
     const uint64_t kind = r->U();
-    if (kind > static_cast<uint64_t>(SubjectKind::kOverCap)) r->Fail();
+    if (kind > static_cast<uint64_t>(SubjectKind::kDevice)) r->Fail();
     key.kind = static_cast<SubjectKind>(kind);
     key.host = r->S();
     key.pid = r->I();

@@ -193,14 +193,15 @@ struct Subject {
 
 // What a subject is, as a typed key: a process (host, pid), a global rank,
 // the unprefixed lines of one file under one wrapper label (a stream), or
-// the one subject that summarises those past kMaxSubjects.
-enum class SubjectKind : uint8_t { kProcess, kRank, kStream, kOverCap };
+// the one subject that summarises those past kMaxSubjects, or a GPU named by
+// its PCI address (a kernel's Xid line) until Finalize joins it to its process.
+enum class SubjectKind : uint8_t { kProcess, kRank, kStream, kOverCap, kDevice };
 
 struct SubjectKeyView {
   SubjectKind kind = SubjectKind::kOverCap;
   std::string_view host;  // kProcess: its host; kStream: the wrapper label ("" none)
   int64_t pid = -1;       // kProcess
-  int64_t n = -1;         // kRank: the rank; kStream: the file
+  int64_t n = -1;         // kRank: the rank; kStream: the file; kDevice: the PCI bus number
   auto Tie() const { return std::tie(kind, host, pid, n); }
 };
 
@@ -214,6 +215,7 @@ struct SubjectKey {
   static SubjectKeyView Rank(int rank) { return {SubjectKind::kRank, {}, -1, rank}; }
   static SubjectKeyView Stream(int file, std::string_view label) { return {SubjectKind::kStream, label, -1, file}; }
   static SubjectKeyView OverCap() { return {}; }
+  static SubjectKeyView Device(std::string_view host, int64_t bus) { return {SubjectKind::kDevice, host, -1, bus}; }
   SubjectKeyView View() const { return {kind, host, pid, n}; }
   static SubjectKey Of(const SubjectKeyView& v) { return {v.kind, std::string(v.host), v.pid, v.n}; }
 };
