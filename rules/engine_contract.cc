@@ -102,6 +102,11 @@ const std::vector<EngineFact>& EngineFacts() {
        "line findings of one node's launcher: on a one-node job a worker's local rank is its rank"},
       {Fact::kGpuBus, "gpu_bus", MergeMode::kFirst, false, KeyKind::kName,
        "the join of a kernel log's GPU events (NVRM Xid) with the rank whose communicator init named that busId"},
+      {Fact::kNccltestsBusbw, "nccltests_busbw", MergeMode::kMax, false, KeyKind::kName,
+       "nccl-tests' best bus bandwidth, compared with what the job's transports carry (check nccltests_bandwidth)"},
+      {Fact::kEnv, "env", MergeMode::kLast, true, KeyKind::kName,
+       "the nccltests_bandwidth check (a transport the user forced, NCCL_P2P_DISABLE / NCCL_IB_DISABLE, is no "
+       "finding)"},
   };
   return kFacts;
 }

@@ -71,6 +71,8 @@ enum class Fact : int {
   kTransportChain,
   kNodes,
   kGpuBus,
+  kNccltestsBusbw,
+  kEnv,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

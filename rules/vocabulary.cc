@@ -49,6 +49,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kLoneSubmitter, "lone_submitter"},
       {CollectiveCheck::kRankZeroAlone, "rank_zero_alone"},
       {CollectiveCheck::kNoProgress, "no_progress"},
+      {CollectiveCheck::kNcclTestsBandwidth, "nccltests_bandwidth"},
   };
   return kRows;
 }

@@ -69,6 +69,7 @@ enum class CollectiveCheck : int {
   kLoneSubmitter,
   kRankZeroAlone,
   kNoProgress,
+  kNcclTestsBandwidth,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

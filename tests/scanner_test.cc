@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -91,6 +92,42 @@ TEST(Scanner, OutputIndependentOfThreadsAndFileOrder) {
   std::vector<std::string> reversed(paths.rbegin(), paths.rend());
   EXPECT_EQ(a, Json(reversed, j4));
   EXPECT_EQ(a, Json({dir.path()}, j4));
+}
+
+// Regression: a GPU a kernel line named (no rank owns its bus id) was ordered
+// among the subjects by its label "GPU …" against the file paths of the
+// others, so the JSON changed with how the paths were spelled (relative or
+// absolute). The order is the same whatever the spelling.
+TEST(Scanner, KernelSubjectsOrderedTheSameWhateverThePathSpelling) {
+  TempDir dir;
+  dir.Write("node-a.dmesg.log",
+            "[ 9912.200001] NVRM: Xid (PCI:0000:3b:00): 79, pid=77, name=python, GPU has fallen off the bus.\n"
+            "[ 9912.300001] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: 0000:3b:00.0\n");
+  dir.Write("notes/tool.log", "Unable to determine the device handle for GPU0000:5e:00.0: Unknown Error\n");
+  ScanOptions opts;
+  opts.jobs = 1;
+  auto labels = [](const std::string& root, ScanOptions o) {
+    Analysis a = Analyze(Rules(), {root}, o);
+    std::vector<std::string> out;
+    for (int s : a.state->LiveSubjects()) {
+      std::string l = a.state->subjects()[s].label;
+      const size_t slash = l.rfind('/');
+      out.push_back(slash == std::string::npos ? l : l.substr(slash + 1));
+    }
+    return out;
+  };
+  // "/tmp/ncclscan_test_…" sorts before "GPU …", "ncclscan_test_…" (from /tmp) after it.
+  const std::filesystem::path abs = std::filesystem::absolute(dir.path());
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  const std::vector<std::string> a = labels(abs.string(), opts);
+  std::filesystem::current_path(abs.parent_path());
+  const std::vector<std::string> b = labels(abs.filename().string(), opts);
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(a, b);
+  // The GPU no rank owns comes before the files' own subjects.
+  const auto gpu = std::find(a.begin(), a.end(), "GPU 0000:5e:00.0");
+  const auto file = std::find(a.begin(), a.end(), "node-a.dmesg.log");
+  EXPECT_TRUE(gpu != a.end() && file != a.end() && gpu < file) << ::testing::PrintToString(a);
 }
 
 std::string StateDump(const JobState& st);  // below

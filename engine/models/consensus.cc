@@ -378,6 +378,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kNoProgress:
           x.NoProgress(c);
           break;
+        case CollectiveCheck::kNcclTestsBandwidth:
+          x.NcclTestsBandwidth(c);
+          break;
         case CollectiveCheck::kCount:
           break;  // refused by the loader
       }

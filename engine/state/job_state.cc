@@ -367,6 +367,10 @@ std::vector<int> JobState::LiveSubjects() const {
   for (size_t i = 0; i < subjects_.all.size(); ++i) {
     if (!subjects_.all[i].merged_away) out.push_back(static_cast<int>(i));
   }
+  // GPUs a kernel line named (no rank joined) go after the processes and
+  // before the subjects known only by their file.
+  std::vector<bool> device(subjects_.all.size());
+  for (const auto& [key, i] : subjects_.index) device[i] = key.kind == SubjectKind::kDevice;
   std::sort(out.begin(), out.end(), [&](int a, int b) {
     const Subject& x = subjects_.all[a];
     const Subject& y = subjects_.all[b];
@@ -377,6 +381,7 @@ std::vector<int> JobState::LiveSubjects() const {
     // label is a path: the order must not depend on how the path was spelled.
     bool px = x.pid >= 0, py = y.pid >= 0;
     if (px != py) return px;
+    if (device[a] != device[b]) return static_cast<bool>(device[a]);
     return x.label < y.label;
   });
   return out;
