@@ -99,10 +99,28 @@ same_json() {  # same_json LABEL DIR
 }
 DETERMINISM_FAILED=0
 
+# ncclscan redact (a copy safe to share) against the scan of the same input, in
+# one run: its throughput must stay at least half the scan's (ratio <= 2).
+redact_set() {  # redact_set DIR JOBS REPS
+  local d=$1 jobs=$2 reps=$3 tmp ns rd
+  tmp=$(mktemp -d)
+  for _ in $(seq "$reps"); do
+    time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
+    rm -rf "$tmp/out"
+    time_cmd "$tmp/rd" "$NS" redact -q -j "$jobs" --key bench -o "$tmp/out" "$d"
+  done
+  ns=$(cut -d' ' -f1 "$tmp/ns" | median)
+  rd=$(cut -d' ' -f1 "$tmp/rd" | median)
+  printf 'redact   -j%-2s  ncclscan redact %6.2f s  scan %6.2f s  ratio %s (<= 2: at least half the scan'"'"'s throughput)\n' \
+    "$jobs" "$rd" "$ns" "$(awk -v a="$rd" -v b="$ns" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')"
+  rm -rf "$tmp"
+}
+
 echo "ncclscan benchmark: $(date -u +%F), $CORES cores, $REPS repetitions (medians), input: simulated 64 ranks / 8 hosts"
 gen "$DIR/x1" "$SIZE_MB"
 run_set main "$DIR/x1" "$CORES" "$REPS"
 same_json main "$DIR/x1"
+redact_set "$DIR/x1" "$CORES" "$REPS"
 if [ "$SCALING" = 1 ]; then
   echo "-- scaling with cores"
   run_set cores "$DIR/x1" 1 3

@@ -53,6 +53,8 @@ bool ConfigRuleFlags(std::vector<std::string>* dirs, std::vector<std::string>* d
 // merge: diagnose (or with -o, combine) partials.
 enum class ScanMode { kScan, kPartial, kMerge };
 int CmdScan(int argc, char** argv, ScanMode mode = ScanMode::kScan);
+// redact: a copy of the inputs with names and addresses replaced (redact_command.cc).
+int CmdRedact(const std::vector<std::string>& args);
 
 }  // namespace ncclscan::cli
 

@@ -334,6 +334,8 @@ static int Dispatch(int argc, char** argv) {
         rc = CmdScan(argc - 1, argv + 1, ScanMode::kPartial);
       else if (cmd == "merge")
         rc = CmdScan(argc - 1, argv + 1, ScanMode::kMerge);
+      else if (cmd == "redact")
+        rc = CmdRedact(rest);
       if (rc < 0) return CmdScan(argc, argv);
       // A command's name alone that is also a path here ("ncclscan test"
       // beside a test/ directory) runs the command; when it fails, say how to

@@ -53,6 +53,7 @@ PLAN=(
   first_screen_names_the_culprit_in_40_lines verbose_shows_every_finding_in_full headline_names_reporters_as_such
   identity_conflicts_grouped_as_several_jobs named_binary_is_an_error zip_read_member_by_member files_lists_reads_and_skips
   rank_and_host_show_what_one_did context_lines_around_evidence
+  redact_needs_output_and_files redact_writes_a_copy_safe_to_share
   site_rules_precedence missing_system_rules_dir_is_silent missing_env_rules_dir_is_an_error
   site_rules_seen_by_rules_and_explain test_reads_no_site_rules_nor_config config_file_gives_default_flags
   config_file_default_locations config_file_errors_name_file_and_line config_rules_seen_by_rules_and_explain
@@ -1257,6 +1258,26 @@ expect out_has '^        26- gpu-node-002:10181:10181 \[1\] NCCL INFO AllReduce:
 expect out_has '^        30- '
 also_run 1 "$NS" --color never --rank 9 "$TWELVE"
 expect out_lacks '^        26- '
+end
+
+# redact: -o is required, standard input is refused (it cannot be read twice).
+check redact_needs_output_and_files 2 "$NS" redact "$TWELVE"
+expect err_has 'redact needs -o DIR'
+also_run 2 sh -c "printf 'n1:1:1 [0] NCCL INFO Using network IB\n' | '$NS' redact -o '$T/red-stdin'"
+expect err_has 'not standard input'
+end
+
+# redact: a copy with the hosts and addresses replaced, names and contents, that a
+# scan diagnoses as it diagnoses the original (the culprit rank kept, its host renamed);
+# the map, kept private, says which pseudonym is which host; --key keeps them across runs.
+check redact_writes_a_copy_safe_to_share 0 "$NS" redact --key k1 --map "$T/red.map" -o "$T/red" "$TWELVE"
+expect err_has '^ncclscan: redacted 15 files'
+also_run 0 sh -c "! grep -rqE 'gpu-node-0|10\.0\.0\.' '$T/red' && ! find '$T/red' | grep -q gpu-node && stat -c %a '$T/red.map'"
+expect out_has '^600$'
+also_run 1 sh -c "'$NS' --color never \$(find '$T/red' -type f | sort)"
+expect out_has "^HUNG Divergent rank behind a collective timeout (rank 9 on $(awk -F'\t' '$1=="gpu-node-002"{print $2}' "$T/red.map" 2>/dev/null || true)"
+also_run 0 "$NS" redact -q --key k1 -o "$T/red2" "$TWELVE"
+also_run 0 diff -r "$T/red" "$T/red2"
 end
 
 finish

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/corpus/sha256.h"
+#include "parsers/sha256.h"
 
 namespace ncclscan {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "engine/corpus/sha256.h"
+#include "parsers/sha256.h"
 #include "parsers/text_util.h"
 #include "rules/vocabulary.h"
 

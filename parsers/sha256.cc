@@ -1,4 +1,4 @@
-#include "engine/corpus/sha256.h"
+#include "parsers/sha256.h"
 
 #include <array>
 #include <cstdint>

@@ -1,0 +1,88 @@
+// ncclscan redact: writes a copy of logs safe to share (engine/run/redact.h).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_internal.h"
+#include "engine/run/redact.h"
+
+namespace po = boost::program_options;
+
+namespace ncclscan::cli {
+
+int CmdRedact(const std::vector<std::string>& args) {
+  po::options_description desc;
+  std::string out_dir, key, map_file;
+  std::vector<std::string> paths, globs;
+  int jobs = 0;
+  desc.add_options()("help,h", "")("output,o", po::value(&out_dir), "")("key", po::value(&key), "")(
+      "map", po::value(&map_file), "")("jobs,j", po::value(&jobs), "")("glob,g", po::value(&globs), "")("hidden", "")(
+      "quiet,q", "")("no-config", "")("path", po::value(&paths), "");
+  po::positional_options_description pos;
+  pos.add("path", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) return Help();
+  if (out_dir.empty()) {
+    Error("redact needs -o DIR: where the redacted copies go");
+    return kExitError;
+  }
+  if (paths.empty() || std::count(paths.begin(), paths.end(), "-")) {
+    Error("redact reads files and directories, not standard input (save it to a file first)");
+    return kExitError;
+  }
+  struct stat st;
+  if (::stat(out_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    Error(out_dir + " is not a directory");
+    return kExitError;
+  }
+  ::mkdir(out_dir.c_str(), 0755);
+  RuleSources src;
+  src.examples = false;
+  auto rules = Rules(src);
+  if (!rules) return kExitError;
+  RedactOptions opts;
+  opts.key = key;
+  opts.out_dir = out_dir;
+  opts.scan.jobs = jobs;
+  for (const auto& g : globs) {
+    std::string err;
+    if (!opts.scan.globs.Add(g, &err)) {
+      Error("-g " + g + ": " + err);
+      return kExitError;
+    }
+  }
+  opts.scan.globs.set_hidden(vm.count("hidden") > 0);
+  const RedactResult res = RedactInputs(*rules, paths, opts);
+  for (const auto& e : res.errors) Error(e);
+  if (!map_file.empty()) {
+    // The way back: whoever has it can undo the redaction, so only its owner reads it.
+    std::ofstream m(map_file, std::ios::trunc);
+    ::chmod(map_file.c_str(), 0600);
+    m << "# ncclscan redact: original value <TAB> pseudonym <TAB> kind. Do not share this file.\n";
+    for (const auto& [orig, pseudo] : res.mapping) {
+      auto k = res.kinds.find(orig);
+      m << orig << '\t' << pseudo << '\t' << (k == res.kinds.end() ? "" : k->second) << '\n';
+    }
+    if (!m) {
+      Error(map_file + ": could not write the map");
+      return kExitError;
+    }
+  }
+  if (!vm.count("quiet")) {
+    std::cerr << "ncclscan: redacted " << res.written.size() << " file" << (res.written.size() == 1 ? "" : "s") << " ("
+              << res.bytes << " bytes, " << res.mapping.size() << " distinct values, " << res.replaced
+              << " replacements) into " << out_dir << "\n";
+  }
+  if (res.written.empty() && res.errors.empty()) {
+    Error("nothing to redact: no log was read");
+    return kExitError;
+  }
+  return res.errors.empty() ? kExitOk : kExitError;
+}
+
+}  // namespace ncclscan::cli

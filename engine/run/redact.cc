@@ -1,0 +1,597 @@
+#include "engine/run/redact.h"
+
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <re2/re2.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "engine/io/source.h"
+#include "engine/run/analyze.h"
+#include "parsers/sha256.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+enum Kind { kHost = 1, kIp4, kIp6, kMac, kUser, kContainer, kJob, kDomain };
+const char* const kKindNames[] = {"", "host", "ipv4", "ipv6", "mac", "user", "container", "job", "domain"};
+
+bool HostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_' || c == '-'; }
+bool HexChar(char c) {
+  const char l = static_cast<char>(c | 0x20);
+  return IsDigit(c) || (l >= 'a' && l <= 'f');
+}
+
+// An IPv6 address (an IB GID): 8 groups, or "::" with two groups at least,
+// each of at most 4 hex digits. Times ("10:15:32"), MACs and C++ scopes
+// ("c10d::") are not.
+bool LooksLikeIpv6(std::string_view s) {
+  int groups = 0, nonempty = 0;
+  size_t i = 0;
+  while (true) {
+    size_t j = s.find(':', i);
+    std::string_view g = s.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+    if (g.size() > 4 || !std::all_of(g.begin(), g.end(), HexChar)) return false;
+    ++groups;
+    nonempty += !g.empty();
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  const bool compressed = s.find("::") != std::string_view::npos;
+  return groups <= 8 && ((groups == 8 && nonempty == 8) || (compressed && nonempty >= 2));
+}
+
+std::string RandomKey() {
+  std::random_device rd;
+  std::string k;
+  for (int i = 0; i < 4; ++i) k += std::to_string(rd());
+  return k;
+}
+
+}  // namespace
+
+Redactor::Redactor(std::string key) : key_(key.empty() ? RandomKey() : std::move(key)) {}
+Redactor::~Redactor() = default;
+Redactor::Redactor(Redactor&&) noexcept = default;
+
+void Redactor::AddHost(std::string_view host) {
+  const size_t bracket = host.find('[');  // "ubuntu[10.0.0.2]": two machines of one name
+  if (bracket != std::string_view::npos) host = host.substr(0, bracket);
+  if (host.size() < 2 || host == "localhost" || host == "(unknown)") return;
+  if (std::all_of(host.begin(), host.end(), [](char c) { return IsDigit(c) || c == '.'; })) return;  // an address
+  if (!std::all_of(host.begin(), host.end(), [](char c) { return HostChar(c) || c == '.'; })) return;
+  // "node-7.cluster.local": its first label is the name; the domain after it
+  // is hidden where it follows the name (one pseudonym for the name either way).
+  const size_t dot = host.find('.');
+  if (dot == std::string_view::npos)
+    hosts_.emplace(host);
+  else if (dot >= 2)
+    hosts_.emplace(host.substr(0, dot));
+}
+
+void Redactor::Absorb(const Redactor& o) {
+  hosts_.insert(o.hosts_.begin(), o.hosts_.end());
+  users_.insert(o.users_.begin(), o.users_.end());
+  jobs_.insert(o.jobs_.begin(), o.jobs_.end());
+}
+
+Redactor Redactor::Fork() const {
+  Redactor r(key_);
+  r.Absorb(*this);
+  return r;
+}
+
+void Redactor::AddHostsOf(const JobState& state) {
+  for (const std::string& h : state.Hosts()) AddHost(h);
+  for (const auto& [addr, host] : state.address_owner()) {
+    AddHost(addr);
+    AddHost(host);
+  }
+}
+
+void Redactor::Learn(std::string_view text) {
+  if (!learn_) {
+    RE2::Options o;
+    o.set_encoding(RE2::Options::EncodingLatin1);
+    o.set_log_errors(false);
+    learn_ = std::make_unique<RE2>(
+        "/(?:home|Users)/([A-Za-z0-9._-]+)"
+        "|(?:^|[\\s\\[(])([a-z_][a-z0-9_-]{1,31})@([A-Za-z][A-Za-z0-9-]*)[: \\]]"
+        "|(?:SLURM_JOB_ID=|SLURM_JOBID=|SLURM_ARRAY_JOB_ID=|StepId=|JobId=|STEP |slurm-)([0-9]{5,})",
+        o);
+  }
+  // Most blocks hold none of the words a match needs: skip the regex there.
+  bool maybe = text.find('@') != std::string_view::npos;
+  for (std::string_view w : {"/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"}) {
+    maybe = maybe || FindLiteral(text, w, 0) != std::string_view::npos;
+  }
+  if (!maybe) return;
+  re2::StringPiece in(text.data(), text.size());
+  std::string user, puser, phost, job;
+  while (RE2::FindAndConsume(&in, *learn_, &user, &puser, &phost, &job)) {
+    if (!user.empty()) users_.insert(user);
+    if (!puser.empty() && puser != "root") users_.insert(puser);
+    if (!phost.empty()) AddHost(phost);
+    if (!job.empty()) jobs_.insert(job);
+  }
+}
+
+std::string Redactor::Digest(int kind, std::string_view value) const {
+  std::string in = key_;
+  in += '\x1f';
+  in += static_cast<char>('0' + kind);
+  in.append(value.data(), value.size());
+  return Sha256Hex(in);
+}
+
+std::string Redactor::Pseudonym(int kind, std::string_view value) {
+  auto it = mapping_.find(value);
+  if (it != mapping_.end()) return it->second;
+  const std::string d = Digest(kind, value);
+  auto byte = [&](int i) { return static_cast<int>(std::stoul(d.substr(2 * i, 2), nullptr, 16)); };
+  std::string p;
+  switch (kind) {
+    case kHost:
+      p = "host-" + d.substr(0, 6);
+      break;
+    case kIp4: {
+      if (StartsWith(value, "127.") || value == "0.0.0.0" || value == "255.255.255.255") {
+        p = std::string(value);
+      } else if (StartsWith(value, "169.254.")) {  // link-local stays link-local
+        p = "169.254." + std::to_string(1 + byte(0) % 254) + "." + std::to_string(1 + byte(1) % 254);
+      } else {
+        p = "10." + std::to_string(byte(0)) + "." + std::to_string(byte(1)) + "." + std::to_string(1 + byte(2) % 254);
+      }
+      break;
+    }
+    case kIp6: {
+      // Every group but the first (fe80: link-local, the GID's prefix) and
+      // the zero ones: the shape stays, the interface id goes.
+      size_t i = 0;
+      int n = 0;
+      while (true) {
+        size_t j = value.find(':', i);
+        std::string_view g = value.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+        const bool zero = std::all_of(g.begin(), g.end(), [](char c) { return c == '0'; });
+        p += n == 0 || g.empty() || zero ? std::string(g) : d.substr(4 * (n % 16), 4);
+        ++n;
+        if (j == std::string_view::npos) break;
+        p += ':';
+        i = j + 1;
+      }
+      break;
+    }
+    case kMac:
+      p = "02";
+      for (int i = 0; i < 5; ++i) p += ":" + d.substr(2 * i, 2);
+      break;
+    case kUser:
+      p = "user-" + d.substr(0, 4);
+      break;
+    case kContainer:
+      p = d;
+      break;
+    case kDomain:  // ".narval.calcul.quebec": one label, the site's domain hidden
+      p = ".site-" + d.substr(0, 4) + ".example";
+      break;
+    case kJob: {
+      for (size_t i = 0; i < value.size(); ++i) p += static_cast<char>('0' + (i == 0 ? 1 + byte(i) % 9 : byte(i) % 10));
+      break;
+    }
+  }
+  mapping_.emplace(std::string(value), p);
+  kinds_.emplace(std::string(value), kKindNames[kind]);
+  return p;
+}
+
+namespace {
+
+bool RunChar(char c) { return HostChar(c) || c == '.' || c == ':'; }
+
+// "10.0.0.1": four numbers below 256.
+bool LooksLikeIpv4(std::string_view s) {
+  int parts = 0, digits = 0, value = 0;
+  for (char c : s) {
+    if (IsDigit(c)) {
+      value = value * 10 + (c - '0');
+      if (++digits > 3 || value > 255) return false;
+    } else if (c == '.' && digits > 0) {
+      ++parts;
+      digits = value = 0;
+    } else {
+      return false;
+    }
+  }
+  return digits > 0 && parts == 3;
+}
+
+// The length of an IPv4 address that starts `s` and is followed by '.' and a
+// letter ("192.168.11.119.kern.log"); 0 if none.
+size_t Ipv4Prefix(std::string_view s) {
+  size_t dots = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] == '.' && ++dots == 4) break;
+  }
+  return dots == 4 && i + 1 < s.size() && IsAlpha(s[i + 1]) && LooksLikeIpv4(s.substr(0, i)) ? i : 0;
+}
+
+bool LooksLikeMac(std::string_view s) {
+  if (s.size() != 17) return false;
+  for (size_t i = 0; i < 17; ++i) {
+    if (i % 3 == 2 ? s[i] != ':' : !HexChar(s[i])) return false;
+  }
+  return true;
+}
+
+bool EndsWithAny(std::string_view s, std::initializer_list<std::string_view> tails) {
+  for (std::string_view t : tails) {
+    if (EndsWith(s, t)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// One pass, token by token: a run of host characters ('.' and ':' included)
+// is an address, a MAC, or ':'-separated parts each of which may be an
+// address, a learned host (with a NIC suffix and a domain after it), a user
+// (a path component, before '@'), a job id or a container id.
+void Redactor::Redact(std::string_view in, std::string* out) {
+  if (same_length_ && !in_binary_pass_) {
+    // In a binary member a name is glued to the bytes around it (a pickle's
+    // opcodes are letters too): each learned name is replaced wherever it
+    // occurs, at its own length, before the token pass.
+    std::string copy(in);
+    for (const auto* set : {&hosts_, &users_}) {
+      for (const std::string& w : *set) {
+        std::string ps;
+        for (size_t at = FindLiteral(copy, w); at != std::string::npos; at = FindLiteral(copy, w, at + w.size())) {
+          if (ps.empty()) {
+            ps = Pseudonym(set == &hosts_ ? kHost : kUser, w);
+            const std::string pad = Digest(kHost, w);
+            if (ps.size() > w.size()) ps.resize(w.size());
+            for (size_t k = 0; ps.size() < w.size(); ++k) ps += pad[k % pad.size()];
+          }
+          copy.replace(at, w.size(), ps);
+          ++replaced_;
+        }
+      }
+    }
+    in_binary_pass_ = true;
+    Redact(copy, out);
+    in_binary_pass_ = false;
+    return;
+  }
+  if (first_char_count_ != hosts_.size() + users_.size()) {
+    first_char_.fill(false);
+    for (const auto* set : {&hosts_, &users_}) {
+      for (const std::string& w : *set) first_char_[static_cast<unsigned char>(w[0])] = true;
+    }
+    first_char_count_ = hosts_.size() + users_.size();
+  }
+  size_t pos = 0;  // copied up to
+  auto replace = [&](size_t at, size_t len, int kind) {
+    out->append(in.data() + pos, at - pos);
+    const std::string_view v = in.substr(at, len);
+    std::string ps = Pseudonym(kind, v);
+    if (same_length_) {
+      // A binary file (a Flight Recorder pickle) keeps every length it encodes.
+      if (ps.size() > len) ps.resize(len);
+      const std::string pad = Digest(kind, v);
+      for (size_t k = 0; ps.size() < len; ++k) ps += pad[k % pad.size()];
+    }
+    out->append(ps);
+    pos = at + len;
+    ++replaced_;
+  };
+  const size_t n = in.size();
+  size_t i = 0;
+  while (i < n) {
+    if (!RunChar(in[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && RunChar(in[j])) ++j;
+    // The run without the punctuation a sentence or a list puts after it.
+    size_t e = j;
+    while (e > i && (in[e - 1] == '.' || in[e - 1] == ':' || in[e - 1] == '-')) --e;
+    const std::string_view run = in.substr(i, e - i);
+    const char before = i > 0 ? in[i - 1] : ' ';
+    const char after = j < n ? in[j] : ' ';
+    if (run.empty()) {
+      i = j;
+      continue;
+    }
+    if (LooksLikeMac(run)) {
+      replace(i, run.size(), kMac);
+      i = j;
+      continue;
+    }
+    const size_t colon = run.find(':');
+    if (colon != std::string_view::npos && run.find(':', colon + 1) != std::string_view::npos && LooksLikeIpv6(run) &&
+        !std::all_of(run.begin(), run.end(), [](char c) { return IsDigit(c) || c == ':'; })) {
+      replace(i, run.size(), kIp6);
+      i = j;
+      continue;
+    }
+    // The run's ':'-separated parts.
+    size_t p = i;
+    while (p < e) {
+      size_t q = p;
+      while (q < e && in[q] != ':') ++q;
+      const std::string_view part = in.substr(p, q - p);
+      const char pb = p > 0 ? in[p - 1] : ' ';
+      const char pa = q < n ? in[q] : ' ';
+      if (part.empty()) {
+      } else if (LooksLikeIpv4(part)) {
+        replace(p, part.size(), kIp4);
+      } else if (size_t v4 = Ipv4Prefix(part)) {
+        replace(p, v4, kIp4);  // "192.168.11.119.kern.log": an address a file is named after
+      } else if (IsDigit(part[0])) {
+        // A job id: learned ones as numbers of their own ("9411285.0"), any after "StepId=".
+        size_t d = 0;
+        while (d < part.size() && IsDigit(part[d])) ++d;
+        const std::string_view digits = part.substr(0, d);
+        const bool job_word =
+            pb == '=' &&
+            EndsWithAny(in.substr(0, p), {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_ARRAY_JOB_ID=", "StepId=", "JobId="});
+        if ((job_word || (d >= 5 && jobs_.count(digits))) && (d == part.size() || part[d] == '.')) replace(p, d, kJob);
+      } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), HexChar)) {
+        replace(p, part.size(), kContainer);
+      } else {
+        // A host: the part up to its first '.', or that without a short NIC suffix ("-ib").
+        const bool home = pb == '/' && EndsWithAny(in.substr(0, p), {"/home/", "/Users/"});
+        const size_t dot = part.find('.');
+        if (dot != std::string_view::npos && dot + 1 < part.size() && !hosts_.count(part.substr(0, dot))) {
+          // A host inside a dotted name ("nccl.ws-gpu01.20311", NCCL_DEBUG_FILE's): each label.
+          bool any = false;
+          for (size_t l = dot + 1; l < part.size();) {
+            size_t m = part.find('.', l);
+            if (m == std::string_view::npos) m = part.size();
+            if (m > l && hosts_.count(part.substr(l, m - l))) {
+              replace(p + l, m - l, kHost);
+              any = true;
+            }
+            l = m + 1;
+          }
+          if (any) {
+            p = q + 1;
+            continue;
+          }
+        }
+        if (!jobs_.empty()) {
+          // A learned job id inside a name ("slurm-991231.out", "job_991231").
+          bool any = false;
+          for (size_t k = 0; k < part.size();) {
+            if (!IsDigit(part[k])) {
+              ++k;
+              continue;
+            }
+            size_t m = k;
+            while (m < part.size() && IsDigit(part[m])) ++m;
+            if (m - k >= 5 && jobs_.count(part.substr(k, m - k))) {
+              replace(p + k, m - k, kJob);
+              any = true;
+            }
+            k = m;
+          }
+          if (any) {
+            p = q + 1;
+            continue;
+          }
+        }
+        const bool prompt = !same_length_ && (pb == '@' || pa == '@');
+        if (!home && !first_char_[static_cast<unsigned char>(part[0])] && !prompt) {
+          p = q + 1;
+          continue;  // no learned name starts so: nothing to look up
+        }
+        std::string_view name = part.substr(0, dot);
+        size_t name_len = 0;
+        if (hosts_.count(name)) {
+          name_len = name.size();
+        } else {
+          const size_t dash = name.rfind('-');
+          if (dash != std::string_view::npos && name.size() - dash - 1 <= 6 && hosts_.count(name.substr(0, dash)))
+            name_len = dash;
+        }
+        if (name_len > 0 && !(home && dot == std::string_view::npos && users_.count(part))) {
+          replace(p, name_len, kHost);
+          // ".narval.calcul.quebec" after a host (not in a file name: ".dmesg.log").
+          if (dot != std::string_view::npos && !in_path_ && dot + 1 < part.size() && IsAlpha(part[dot + 1]))
+            replace(p + dot, part.size() - dot, kDomain);
+        } else if (home || (users_.count(part) && (pb == '/' || (pa == '@' && !same_length_)))) {
+          if (home) users_.emplace(part);
+          replace(p, part.size(), kUser);
+        } else if (prompt && pa == '@' && p == i && part.size() >= 2 && !IsDigit(part[0]) && part != "root" &&
+                   std::all_of(part.begin(), part.end(),
+                               [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '_' || c == '-'; })) {
+          // A prompt "user@host:~$" whose user no line named elsewhere.
+          replace(p, part.size(), kUser);
+        } else if (prompt && pb == '@' && p == i && (pa == ':' || pa == ' ' || pa == ']') &&
+                   dot == std::string_view::npos) {
+          replace(p, part.size(), kHost);  // a prompt's host no scan placed anything on
+        }
+      }
+      p = q + 1;
+    }
+    (void)before;
+    (void)after;
+    i = j;
+  }
+  out->append(in.data() + pos, n - pos);
+}
+
+namespace {
+
+// Where input `name` ("a/b.log", "job.tar.gz:rank3.log", a compressed file)
+// goes under `dir`: its path without a leading '/' or '..', a member under a
+// ".d" directory named after its archive, compression suffixes dropped (the
+// copy is plain text), and every name in it redacted too (nccl.gpu-a17.48213).
+std::string OutputPath(const std::string& dir, std::string name, Redactor* r) {
+  const size_t colon = name.find(':');
+  if (colon != std::string::npos && colon > 0) name = name.substr(0, colon) + ".d/" + name.substr(colon + 1);
+  for (const char* ext : {".gz", ".zst", ".bz2", ".xz"}) {
+    if (EndsWith(name, ext)) name.resize(name.size() - std::strlen(ext));
+  }
+  std::string clean;
+  std::string_view p = name;
+  while (!p.empty()) {
+    const size_t slash = p.find('/');
+    const std::string_view part = p.substr(0, slash);
+    if (!part.empty() && part != "." && part != "..") clean += (clean.empty() ? "" : "/") + r->RedactPath(part);
+    if (slash == std::string_view::npos) break;
+    p.remove_prefix(slash + 1);
+  }
+  if (clean.empty() || name == "-") clean = "stdin.log";
+  return dir + "/" + clean;
+}
+
+bool MakeParents(const std::string& path, std::string* err) {
+  for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
+    const std::string d = path.substr(0, i);
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+      *err = d + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Reads the current member of `reader` in blocks of whole lines (a value is
+// never cut between two) and gives each to `use`; returns Read's last result.
+template <typename Use>
+ssize_t EachBlock(InputReader* reader, std::vector<char>* buf, uint64_t* bytes, std::string* err, Use&& use) {
+  std::string pending;
+  size_t from = 0;  // pending[from..] is not used yet
+  ssize_t n;
+  while ((n = reader->Read(buf->data(), buf->size(), err)) > 0) {
+    *bytes += static_cast<uint64_t>(n);
+    if (from > 0 && from >= pending.size() / 2) {
+      pending.erase(0, from);
+      from = 0;
+    }
+    pending.append(buf->data(), static_cast<size_t>(n));
+    const size_t nl = pending.rfind('\n');
+    if (nl == std::string::npos || nl < from) continue;
+    use(std::string_view(pending).substr(from, nl + 1 - from));
+    from = nl + 1;
+  }
+  use(std::string_view(pending).substr(from));
+  return n;
+}
+
+// A member whose bytes are no text (a Flight Recorder pickle, NULs).
+bool LooksBinary(std::string_view head) {
+  return head.find('\0') != std::string_view::npos || (!head.empty() && head[0] == '\x80');
+}
+
+// What one input gave: its copies, its problems, what was replaced.
+struct InputOut {
+  std::vector<std::string> written, errors;
+  uint64_t bytes = 0, replaced = 0;
+};
+
+}  // namespace
+
+RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& paths, const RedactOptions& opts) {
+  RedactResult res;
+  // The names to hide: what a scan of the same inputs learned...
+  Analysis a = Analyze(rules, paths, opts.scan);
+  Redactor names(opts.key);
+  names.AddHostsOf(*a.state);
+  std::vector<std::string> walk_errors;
+  const ExpandedInputs inputs = ExpandInputs(paths, opts.scan.globs, &walk_errors);
+  for (const auto& e : walk_errors) res.errors.push_back(e);
+  const std::vector<InputPath>& files = inputs.files;
+  oneapi::tbb::task_arena arena(opts.scan.jobs > 0 ? opts.scan.jobs : oneapi::tbb::task_arena::automatic);
+  // ... and what only some lines say outright (a prompt's host, a home
+  // directory's user, a job id), hidden in every line: learned first, from
+  // every input, one learner per thread, joined in input order.
+  std::vector<Redactor> learned;
+  learned.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) learned.emplace_back(opts.key);
+  arena.execute([&] {
+    oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
+      std::vector<char> buf(1 << 16);
+      uint64_t bytes = 0;
+      std::string err, name;
+      std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
+      while (reader && reader->NextMember(&name, &err)) {
+        if (LooksBinary(reader->Head())) continue;  // a pickle's bytes say nothing of prompts or jobs
+        EachBlock(reader.get(), &buf, &bytes, &err, [&](std::string_view b) { learned[i].Learn(b); });
+      }
+    });
+  });
+  for (const Redactor& l : learned) names.Absorb(l);
+  learned.clear();
+  // The copies, each input by a redactor of its own (pseudonyms are a
+  // function of the key and the value: every redactor gives the same).
+  std::vector<InputOut> outs(files.size());
+  std::vector<Redactor> workers;
+  workers.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) workers.push_back(names.Fork());
+  arena.execute([&] {
+    oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
+      InputOut& o = outs[i];
+      Redactor& r = workers[i];
+      std::vector<char> buf(1 << 16);
+      std::string err;
+      std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
+      if (!reader) {
+        o.errors.push_back(err);
+        return;
+      }
+      std::string name;
+      while (reader->NextMember(&name, &err)) {
+        const std::string out_path = OutputPath(opts.out_dir, name, &r);
+        if (!MakeParents(out_path, &err)) {
+          o.errors.push_back(err);
+          break;
+        }
+        std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+        if (!out) {
+          o.errors.push_back(out_path + ": " + std::strerror(errno));
+          continue;
+        }
+        const std::string_view head = reader->Head();
+        r.set_same_length(LooksBinary(head));
+        std::string redacted;
+        const ssize_t n = EachBlock(reader.get(), &buf, &o.bytes, &err, [&](std::string_view b) {
+          redacted.clear();
+          r.Redact(b, &redacted);
+          out.write(redacted.data(), static_cast<std::streamsize>(redacted.size()));
+        });
+        if (n < 0) o.errors.push_back(name + ": " + err);
+        out.close();
+        if (!out) o.errors.push_back(out_path + ": write failed");
+        o.written.push_back(out_path);
+      }
+      if (!err.empty()) o.errors.push_back(err);
+      o.replaced = r.replaced();
+    });
+  });
+  for (size_t i = 0; i < files.size(); ++i) {
+    const InputOut& o = outs[i];
+    res.written.insert(res.written.end(), o.written.begin(), o.written.end());
+    res.errors.insert(res.errors.end(), o.errors.begin(), o.errors.end());
+    res.bytes += o.bytes;
+    res.replaced += o.replaced;
+    res.mapping.insert(workers[i].mapping().begin(), workers[i].mapping().end());
+    res.kinds.insert(workers[i].kinds().begin(), workers[i].kinds().end());
+  }
+  return res;
+}
+
+}  // namespace ncclscan

@@ -1,0 +1,73 @@
+// The redactor (engine/run/redact.h) line by line: what is replaced, what
+// stays, and that one value always gets one pseudonym of its own form.
+#include "engine/run/redact.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ncclscan {
+namespace {
+
+Redactor Make() {
+  Redactor r("test-key");
+  r.AddHost("gpu-node-7");
+  r.AddHost("ng30903.narval.example.org");
+  return r;
+}
+
+TEST(Redact, HostsAddressesAndTheirFormsAreReplaced) {
+  Redactor r = Make();
+  const std::string line =
+      "gpu-node-7:48213:48290 [3] NCCL INFO Bootstrap : Using ib0:10.1.2.7<0> gid fe80::a288:c2ff:fe6b:1234 "
+      "mac 0c:42:a1:9b:22:10";
+  const std::string out = r.Redact(line);
+  EXPECT_EQ(out.find("gpu-node-7"), std::string::npos) << out;
+  EXPECT_EQ(out.find("10.1.2.7"), std::string::npos) << out;
+  EXPECT_EQ(out.find("a288:c2ff"), std::string::npos) << out;
+  EXPECT_EQ(out.find("0c:42:a1"), std::string::npos) << out;
+  // The shapes the parsers read stay: host:pid:tid, an address with its port, fe80::.
+  EXPECT_NE(out.find(":48213:48290 [3] NCCL INFO Bootstrap : Using ib0:10."), std::string::npos) << out;
+  EXPECT_NE(out.find("<0> gid fe80::"), std::string::npos) << out;
+  // One value, one pseudonym; and the same again with the same key.
+  EXPECT_EQ(r.Redact("gpu-node-7"), r.Redact("gpu-node-7"));
+  Redactor again = Make();
+  EXPECT_EQ(again.Redact(line), out);
+  Redactor other("another-key");
+  other.AddHost("gpu-node-7");
+  EXPECT_NE(other.Redact("gpu-node-7"), r.Redact("gpu-node-7"));
+}
+
+TEST(Redact, ANicSuffixAndTheDomainFollowTheirHost) {
+  Redactor r = Make();
+  const std::string out = r.Redact("Connection closed by remote peer ng30903-ib.narval.example.org<51159>");
+  const std::string host = r.Redact("ng30903");
+  EXPECT_NE(out.find(host + "-ib."), std::string::npos) << out;
+  EXPECT_EQ(out.find("narval"), std::string::npos) << out;
+  EXPECT_NE(out.find("<51159>"), std::string::npos) << out;
+  // A file name keeps what it says it holds.
+  EXPECT_EQ(r.RedactPath("gpu-node-7.dmesg.log"), r.Redact("gpu-node-7") + ".dmesg.log");
+  EXPECT_EQ(r.RedactPath("nccl.gpu-node-7.48213"), "nccl." + r.Redact("gpu-node-7") + ".48213");
+}
+
+TEST(Redact, UsersJobsAndWhatMustStay) {
+  Redactor r = Make();
+  r.Learn("zeyer@cn-234 ~ % nvidia-smi\nslurmstepd: error: *** STEP 9411285.0 ON cn-234 CANCELLED ***\n");
+  const std::string out =
+      r.Redact("File \"/home/zeyer/setups/train.py\", line 12 | slurm-9411285.out | zeyer@cn-234:~$ | on cn-234");
+  for (const char* gone : {"zeyer", "9411285", "cn-234"}) EXPECT_EQ(out.find(gone), std::string::npos) << gone << out;
+  // What a diagnosis reads stays: versions, times, PCI addresses, C++ scopes, loopback.
+  const std::string keep =
+      "NCCL version 2.21.5+cuda12.4 at 10:15:32.123 busId 1b000 PCI:0000:3b:00 c10d::ProcessGroupNCCL "
+      "127.0.0.1 step 4242 root@";
+  EXPECT_EQ(r.Redact(keep), keep);
+  // A binary member keeps every length it encodes.
+  r.set_same_length(true);
+  const std::string pickle("\x80\x02X\x0a\x00\x00\x00gpu-node-7q\x01", 19);
+  const std::string redacted = r.Redact(pickle);
+  EXPECT_EQ(redacted.size(), pickle.size());
+  EXPECT_EQ(redacted.find("gpu-node-7"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclscan
