@@ -3,7 +3,7 @@
 # same files, in one run, interleaved, several repetitions; peak RSS; scaling
 # with cores and input size.
 #
-# usage: bench/run.sh [BUILD_DIR]     (env: SIZE_MB=1024 REPS=5 SCALING=1 BENCH_DIR=/tmp/ncclscan-bench)
+# usage: bench/run.sh [BUILD_DIR]     (env: SIZE_MB=1024 REPS=5 SCALING=1 SHAPES=1 BENCH_DIR=/tmp/ncclscan-bench)
 # The input is a simulated 64-rank / 8-host job (bench/simulate.cc): most lines
 # are NCCL INFO COLL lines and application output, with init, env, transport and
 # watchdog lines, and one divergent rank.
@@ -14,6 +14,7 @@ SIM=$BUILD/bench/ncclscan_simulate
 SIZE_MB=${SIZE_MB:-1024}
 REPS=${REPS:-5}
 SCALING=${SCALING:-1}
+SHAPES=${SHAPES:-1}
 DIR=${BENCH_DIR:-/tmp/ncclscan-bench}
 CORES=$(nproc)
 for t in "$NS" "$SIM"; do [ -x "$t" ] || { echo "missing $t: build first (bash .ci/setup.sh)"; exit 2; }; done
@@ -61,15 +62,16 @@ run_set() {  # run_set LABEL DIR JOBS REPS -> prints a result line
     if [ "$label" = main ]; then time_cmd "$tmp/grep" grep -rcE "$GREP_RE" "$d"; fi
     if [ $((i % 2)) = 1 ]; then
       time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
-      time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+      time_cmd "$tmp/rg" rg -c -z -j "$jobs" "${RG_PATTERNS[@]}" "$d"
     else
-      time_cmd "$tmp/rg" rg -c -j "$jobs" "${RG_PATTERNS[@]}" "$d"
+      time_cmd "$tmp/rg" rg -c -z -j "$jobs" "${RG_PATTERNS[@]}" "$d"
       time_cmd "$tmp/ns" "$NS" --format json -j "$jobs" --fail-on never "$d"
     fi
   done
   local bytes lines ns rg ratio
-  bytes=$(find "$d" -type f -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
-  lines=$(find "$d" -type f -name '*.log' -exec cat {} + | wc -l)
+  # What the tools read: the logs' own bytes and lines (a .zst's decompressed).
+  bytes=$(find "$d" -type f \( -name '*.log' -o -name '*.log.zst' \) -exec zstdcat -f {} + | wc -c)
+  lines=$(find "$d" -type f \( -name '*.log' -o -name '*.log.zst' \) -exec zstdcat -f {} + | wc -l)
   ns=$(cut -d' ' -f1 "$tmp/ns" | median)
   rg=$(cut -d' ' -f1 "$tmp/rg" | median)
   ratio=$(awk -v a="$ns" -v b="$rg" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
@@ -121,6 +123,34 @@ gen "$DIR/x1" "$SIZE_MB"
 run_set main "$DIR/x1" "$CORES" "$REPS"
 same_json main "$DIR/x1"
 redact_set "$DIR/x1" "$CORES" "$REPS"
+if [ "$SHAPES" = 1 ]; then
+  # The shapes users bring, each against rg -c -z on the same bytes in the same run:
+  # one `srun -l` file with every rank interleaved (the same simulated job, seed and
+  # size), a WARN storm (an IB error storm on every rank), the per-rank files
+  # zstd-compressed, and the real posted logs of the corpus concatenated (every line
+  # an interesting one).
+  echo "-- shapes"
+  sh_dir=$DIR/shapes-$SIZE_MB
+  if [ ! -f "$sh_dir/.done" ]; then
+    rm -rf "$sh_dir"
+    mkdir -p "$sh_dir"
+    "$SIM" --out "$sh_dir/srun" --ranks 64 --hosts 8 --size-mb "$SIZE_MB" --fault divergent_rank --culprit 13 --seed 1 \
+      --layout interleaved --wrapper srun >/dev/null
+    "$SIM" --out "$sh_dir/storm" --ranks 64 --hosts 8 --size-mb "$SIZE_MB" --fault ib_error_storm --seed 1 >/dev/null
+    mkdir -p "$sh_dir/zst"
+    (cd "$DIR/x1" && find . -name '*.log' -print0 | while IFS= read -r -d '' f; do
+      mkdir -p "$sh_dir/zst/$(dirname "$f")" && zstd -q -3 -o "$sh_dir/zst/$f.zst" "$f"; done)
+    mkdir -p "$sh_dir/real"
+    real_mb=$((SIZE_MB / 4))
+    here=$(cd "$(dirname "$0")/.." && pwd)
+    while [ "$(du -sm "$sh_dir/real" | cut -f1)" -lt "$real_mb" ]; do
+      find "$here/corpus" -name '*.log' -path '*incidents*' -o -name '*.log' -path '*real-*' | sort |
+        xargs cat >>"$sh_dir/real/real.log"
+    done
+    touch "$sh_dir/.done"
+  fi
+  for shape in srun storm zst real; do run_set "$shape" "$sh_dir/$shape" "$CORES" "$REPS"; done
+fi
 if [ "$SCALING" = 1 ]; then
   echo "-- scaling with cores"
   run_set cores "$DIR/x1" 1 3

@@ -107,6 +107,8 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kEnv, "env", MergeMode::kLast, true, KeyKind::kName,
        "the nccltests_bandwidth check (a transport the user forced, NCCL_P2P_DISABLE / NCCL_IB_DISABLE, is no "
        "finding)"},
+      {Fact::kWorkerPid, "worker_pid", MergeMode::kFirst, false, KeyKind::kName,
+       "the join of a kernel line's pid (the OOM killer) with the rank whose worker torchrun says had it"},
   };
   return kFacts;
 }

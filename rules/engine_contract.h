@@ -73,6 +73,7 @@ enum class Fact : int {
   kGpuBus,
   kNccltestsBusbw,
   kEnv,
+  kWorkerPid,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -50,7 +50,8 @@ def renamer(hosts):
     def fix(text):
         for old in sorted(host_map, key=len, reverse=True):
             text = text.replace(old, host_map[old])
-        text = re.sub(r"(nccl\.[\w-]+\.)(\d+)\b", lambda m: m.group(1) + str(int(m.group(2)) + 7919), text)
+        # NCCL_DEBUG_FILE's nccl.%h.%p, not a library's name (libnccl.so.2.21.5).
+        text = re.sub(r"(?<![\w.])(nccl\.[\w-]+\.)(\d+)\b", lambda m: m.group(1) + str(int(m.group(2)) + 7919), text)
         text = hpid.sub(lambda m: "%s:%d:%d [" % (m.group(1), int(m.group(2)) + 7919, int(m.group(3)) + 7919), text)
         text = ipv4.sub(lambda m: "%d.%d.%d.%d" % (10, int(m.group(2)) ^ 5, int(m.group(3)) ^ 3,
                                                    (int(m.group(4)) + 1) % 250 + 1), text)

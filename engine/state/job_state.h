@@ -172,7 +172,8 @@ class JobState {
   void MergeOneProcessStreams();
   // What a kernel log says of a process or GPU (subject: process / device)
   // joins the process it is about: the one process of that pid when the
-  // kernel line named no host, else the one process on its host whose
+  // kernel line named no host; the rank whose worker torchrun's failure table
+  // gave that pid (fact worker_pid); else the one process on its host whose
   // communicator init printed the GPU's busId (fact gpu_bus).
   void JoinKernelSubjects();
   // Labels; communicator and finding members follow the merges.

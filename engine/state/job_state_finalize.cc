@@ -8,6 +8,7 @@
 
 #include "engine/state/job_state.h"
 #include "parsers/pci_address.h"
+#include "parsers/text_util.h"
 
 namespace ncclscan {
 
@@ -72,7 +73,28 @@ void JobState::JoinKernelSubjects() {
     if (s.merged_away || s.pid < 0 || !s.host.empty() || in_job(i) || by_pid.count(s.pid) != 1) continue;
     subjects_.Merge(i, by_pid.find(s.pid)->second, rules_->facts(), &counters_.over_key_cap);
   }
-  // 2. A GPU (a device subject, or a process no NCCL line of the job is from: a
+  // 2. A pid torchrun's failure table gave a rank's worker ("exitcode : -9 (pid: 4242)").
+  const int worker_pid = rules_->fact(Fact::kWorkerPid);
+  if (worker_pid >= 0) {
+    std::multimap<int64_t, int> by_worker;
+    for (int j = 0; j < n; ++j) {
+      const FactValue* v = subjects_.all[j].merged_away ? nullptr : subjects_.all[j].Get(worker_pid);
+      int64_t p;
+      if (v && ParseInt(v->value, &p)) by_worker.emplace(p, j);
+    }
+    for (int i = 0; i < n; ++i) {
+      const Subject& s = subjects_.all[i];
+      if (s.merged_away || s.pid < 0 || in_job(i) || by_worker.count(s.pid) != 1) continue;
+      const int into = by_worker.find(s.pid)->second;
+      if (into == i || !(s.host.empty() || subjects_.all[into].host.empty() || subjects_.all[into].host == s.host))
+        continue;
+      // A rank known by its number keeps being one: the pid is the kernel's view of it.
+      const int64_t keep = subjects_.all[into].pid;
+      subjects_.Merge(i, into, rules_->facts(), &counters_.over_key_cap);
+      subjects_.all[into].pid = keep;
+    }
+  }
+  // 3. A GPU (a device subject, or a process no NCCL line of the job is from: a
   // host pid of a containerised job) joins the process whose communicator
   // init printed its busId, on its host (any host when the kernel line named none).
   const int bus_fact = rules_->fact(Fact::kGpuBus);
