@@ -107,10 +107,17 @@ void Redactor::Learn(std::string_view text) {
         "|(?:SLURM_JOB_ID=|SLURM_JOBID=|SLURM_ARRAY_JOB_ID=|StepId=|JobId=|STEP |slurm-)([0-9]{5,})",
         o);
   }
-  // Most blocks hold none of the words a match needs: skip the regex there.
-  bool maybe = text.find('@') != std::string_view::npos;
-  for (std::string_view w : {"/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"}) {
-    maybe = maybe || FindLiteral(text, w, 0) != std::string_view::npos;
+  // Most blocks hold none of the words a match needs: one pass over the bytes
+  // says so, and the regex (with its captures' cost) runs only where one is.
+  static constexpr std::string_view kWords[] = {"/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"};
+  bool maybe = false;
+  for (size_t k = 0; k < text.size() && !maybe; ++k) {
+    const char c = text[k];
+    if (c == '@') {
+      maybe = true;
+    } else if (c == '/' || c == 'S' || c == 'J' || c == 's') {
+      for (std::string_view w : kWords) maybe = maybe || text.compare(k, w.size(), w) == 0;
+    }
   }
   if (!maybe) return;
   re2::StringPiece in(text.data(), text.size());
@@ -193,7 +200,21 @@ std::string Redactor::Pseudonym(int kind, std::string_view value) {
 
 namespace {
 
-bool RunChar(char c) { return HostChar(c) || c == '.' || c == ':'; }
+// Character classes of the token pass, one table lookup a byte.
+enum : uint8_t { kRun = 1, kDigitC = 2, kPunct = 4 };  // kPunct: '.' or ':' (a dotted or ':'-joined run)
+struct CharTable {
+  uint8_t c[256] = {};
+  CharTable() {
+    for (int x = 0; x < 256; ++x) {
+      const char ch = static_cast<char>(x);
+      if (HostChar(ch) || ch == '.' || ch == ':') c[x] |= kRun;
+      if (IsDigit(ch)) c[x] |= kDigitC;
+      if (ch == '.' || ch == ':') c[x] |= kPunct;
+    }
+  }
+};
+const CharTable kChars;
+inline uint8_t Class(char ch) { return kChars.c[static_cast<unsigned char>(ch)]; }
 
 // "10.0.0.1": four numbers below 256.
 bool LooksLikeIpv4(std::string_view s) {
@@ -294,12 +315,20 @@ void Redactor::Redact(std::string_view in, std::string* out) {
   const size_t n = in.size();
   size_t i = 0;
   while (i < n) {
-    if (!RunChar(in[i])) {
+    if (!(Class(in[i]) & kRun)) {
       ++i;
       continue;
     }
     size_t j = i;
-    while (j < n && RunChar(in[j])) ++j;
+    uint8_t seen = 0;
+    while (j < n && (Class(in[j]) & kRun)) seen |= Class(in[j++]);
+    // A plain word (no digit, no '.' or ':') that no learned name starts like and
+    // no '@' touches is nothing to replace: most of a log.
+    if (!(seen & (kDigitC | kPunct)) && !first_char_[static_cast<unsigned char>(in[i])] &&
+        !(i > 0 && in[i - 1] == '@') && !(j < n && in[j] == '@') && !(i > 0 && in[i - 1] == '/')) {
+      i = j;
+      continue;
+    }
     // The run without the punctuation a sentence or a list puts after it.
     size_t e = j;
     while (e > i && (in[e - 1] == '.' || in[e - 1] == ':' || in[e - 1] == '-')) --e;
