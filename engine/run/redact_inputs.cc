@@ -1,0 +1,183 @@
+// RedactInputs (engine/run/redact.h): the inputs read twice, to learn the
+// names to hide and to write their redacted copies, each input on a thread.
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "engine/io/source.h"
+#include "engine/run/analyze.h"
+#include "engine/run/redact.h"
+#include "parsers/text_util.h"
+
+namespace ncclscan {
+
+namespace {
+
+// Where input `name` ("a/b.log", "job.tar.gz:rank3.log", a compressed file)
+// goes under `dir`: its path without a leading '/' or '..', a member under a
+// ".d" directory named after its archive, compression suffixes dropped (the
+// copy is plain text), and every name in it redacted too (nccl.gpu-a17.48213).
+std::string OutputPath(const std::string& dir, std::string name, Redactor* r) {
+  const size_t colon = name.find(':');
+  if (colon != std::string::npos && colon > 0) name = name.substr(0, colon) + ".d/" + name.substr(colon + 1);
+  for (const char* ext : {".gz", ".zst", ".bz2", ".xz"}) {
+    if (EndsWith(name, ext)) name.resize(name.size() - std::strlen(ext));
+  }
+  std::string clean;
+  std::string_view p = name;
+  while (!p.empty()) {
+    const size_t slash = p.find('/');
+    const std::string_view part = p.substr(0, slash);
+    if (!part.empty() && part != "." && part != "..") clean += (clean.empty() ? "" : "/") + r->RedactPath(part);
+    if (slash == std::string_view::npos) break;
+    p.remove_prefix(slash + 1);
+  }
+  if (clean.empty() || name == "-") clean = "stdin.log";
+  return dir + "/" + clean;
+}
+
+bool MakeParents(const std::string& path, std::string* err) {
+  for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
+    const std::string d = path.substr(0, i);
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+      *err = d + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Reads the current member of `reader` in blocks of whole lines (a value is
+// never cut between two) and gives each to `use`; returns Read's last result.
+template <typename Use>
+ssize_t EachBlock(InputReader* reader, std::vector<char>* buf, uint64_t* bytes, std::string* err, Use&& use) {
+  std::string pending;
+  size_t from = 0;  // pending[from..] is not used yet
+  ssize_t n;
+  while ((n = reader->Read(buf->data(), buf->size(), err)) > 0) {
+    *bytes += static_cast<uint64_t>(n);
+    if (from > 0 && from >= pending.size() / 2) {
+      pending.erase(0, from);
+      from = 0;
+    }
+    pending.append(buf->data(), static_cast<size_t>(n));
+    const size_t nl = pending.rfind('\n');
+    if (nl == std::string::npos || nl < from) continue;
+    use(std::string_view(pending).substr(from, nl + 1 - from));
+    from = nl + 1;
+  }
+  use(std::string_view(pending).substr(from));
+  return n;
+}
+
+// A member whose bytes are no text (a Flight Recorder pickle, NULs).
+bool LooksBinary(std::string_view head) {
+  return head.find('\0') != std::string_view::npos || (!head.empty() && head[0] == '\x80');
+}
+
+// What one input gave: its copies, its problems, what was replaced.
+struct InputOut {
+  std::vector<std::string> written, errors;
+  uint64_t bytes = 0, replaced = 0;
+};
+
+}  // namespace
+
+RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& paths, const RedactOptions& opts) {
+  RedactResult res;
+  // The names to hide: what a scan of the same inputs learned...
+  Analysis a = Analyze(rules, paths, opts.scan);
+  Redactor names(opts.key);
+  names.AddHostsOf(*a.state);
+  std::vector<std::string> walk_errors;
+  const ExpandedInputs inputs = ExpandInputs(paths, opts.scan.globs, &walk_errors);
+  for (const auto& e : walk_errors) res.errors.push_back(e);
+  const std::vector<InputPath>& files = inputs.files;
+  oneapi::tbb::task_arena arena(opts.scan.jobs > 0 ? opts.scan.jobs : oneapi::tbb::task_arena::automatic);
+  // ... and what only some lines say outright (a prompt's host, a home
+  // directory's user, a job id), hidden in every line: learned first, from
+  // every input, one learner per thread, joined in input order.
+  std::vector<Redactor> learned;
+  learned.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) learned.emplace_back(opts.key);
+  arena.execute([&] {
+    oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
+      std::vector<char> buf(1 << 16);
+      uint64_t bytes = 0;
+      std::string err, name;
+      std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
+      while (reader && reader->NextMember(&name, &err)) {
+        if (LooksBinary(reader->Head())) continue;  // a pickle's bytes say nothing of prompts or jobs
+        EachBlock(reader.get(), &buf, &bytes, &err, [&](std::string_view b) { learned[i].Learn(b); });
+      }
+    });
+  });
+  for (const Redactor& l : learned) names.Absorb(l);
+  learned.clear();
+  // The copies, each input by a redactor of its own (pseudonyms are a
+  // function of the key and the value: every redactor gives the same).
+  std::vector<InputOut> outs(files.size());
+  std::vector<Redactor> workers;
+  workers.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) workers.push_back(names.Fork());
+  arena.execute([&] {
+    oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
+      InputOut& o = outs[i];
+      Redactor& r = workers[i];
+      std::vector<char> buf(1 << 16);
+      std::string err;
+      std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
+      if (!reader) {
+        o.errors.push_back(err);
+        return;
+      }
+      std::string name;
+      while (reader->NextMember(&name, &err)) {
+        const std::string out_path = OutputPath(opts.out_dir, name, &r);
+        if (!MakeParents(out_path, &err)) {
+          o.errors.push_back(err);
+          break;
+        }
+        std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+        if (!out) {
+          o.errors.push_back(out_path + ": " + std::strerror(errno));
+          continue;
+        }
+        const std::string_view head = reader->Head();
+        r.set_same_length(LooksBinary(head));
+        std::string redacted;
+        const ssize_t n = EachBlock(reader.get(), &buf, &o.bytes, &err, [&](std::string_view b) {
+          redacted.clear();
+          r.Redact(b, &redacted);
+          out.write(redacted.data(), static_cast<std::streamsize>(redacted.size()));
+        });
+        if (n < 0) o.errors.push_back(name + ": " + err);
+        out.close();
+        if (!out) o.errors.push_back(out_path + ": write failed");
+        o.written.push_back(out_path);
+      }
+      if (!err.empty()) o.errors.push_back(err);
+      o.replaced = r.replaced();
+    });
+  });
+  for (size_t i = 0; i < files.size(); ++i) {
+    const InputOut& o = outs[i];
+    res.written.insert(res.written.end(), o.written.begin(), o.written.end());
+    res.errors.insert(res.errors.end(), o.errors.begin(), o.errors.end());
+    res.bytes += o.bytes;
+    res.replaced += o.replaced;
+    res.mapping.insert(workers[i].mapping().begin(), workers[i].mapping().end());
+    res.kinds.insert(workers[i].kinds().begin(), workers[i].kinds().end());
+  }
+  return res;
+}
+
+}  // namespace ncclscan
