@@ -1,9 +1,12 @@
 // ncclscan redact: writes a copy of logs safe to share (engine/run/redact.h).
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "cli/cli_internal.h"
@@ -60,16 +63,24 @@ int CmdRedact(const std::vector<std::string>& args) {
   const RedactResult res = RedactInputs(*rules, paths, opts);
   for (const auto& e : res.errors) Error(e);
   if (!map_file.empty()) {
-    // The way back: whoever has it can undo the redaction, so only its owner reads it.
-    std::ofstream m(map_file, std::ios::trunc);
-    ::chmod(map_file.c_str(), 0600);
-    m << "# ncclscan redact: original value <TAB> pseudonym <TAB> kind. Do not share this file.\n";
+    // The way back: whoever has it can undo the redaction, so only its owner may
+    // read it, from the moment it exists (not chmod after the write), and never
+    // through a symbolic link planted at its name.
+    std::string text = "# ncclscan redact: original value <TAB> pseudonym <TAB> kind. Do not share this file.\n";
     for (const auto& [orig, pseudo] : res.mapping) {
       auto k = res.kinds.find(orig);
-      m << orig << '\t' << pseudo << '\t' << (k == res.kinds.end() ? "" : k->second) << '\n';
+      text += orig + '\t' + pseudo + '\t' + (k == res.kinds.end() ? "" : k->second) + '\n';
     }
-    if (!m) {
-      Error(map_file + ": could not write the map");
+    const int fd = ::open(map_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0;
+    for (size_t done = 0; ok && done < text.size();) {
+      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      ok = w > 0;
+      done += ok ? static_cast<size_t>(w) : 0;
+    }
+    if (fd >= 0) ok = ::close(fd) == 0 && ok;
+    if (!ok) {
+      Error(map_file + ": could not write the map: " + std::strerror(errno));
       return kExitError;
     }
   }

@@ -8,7 +8,6 @@ namespace {
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsWordChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_'; }
-bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // A rank, "%d" of NCCL's format: digits only, below kMaxRanks.
 enum class Num { kNone, kOk, kTooBig };

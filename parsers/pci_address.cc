@@ -10,13 +10,8 @@ int64_t HexField(std::string_view s, size_t max_digits) {
   if (s.empty() || s.size() > max_digits) return -1;
   int64_t v = 0;
   for (char c : s) {
-    const char l = static_cast<char>(c | 0x20);
-    if (IsDigit(c))
-      v = v * 16 + (c - '0');
-    else if (l >= 'a' && l <= 'f')
-      v = v * 16 + (l - 'a' + 10);
-    else
-      return -1;
+    if (!IsHexDigit(c)) return -1;
+    v = v * 16 + (IsDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
   }
   return v;
 }

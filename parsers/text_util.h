@@ -11,6 +11,7 @@
 namespace ncclscan {
 
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 // A character of a host name as NCCL prints it: letters, digits, '.', '-', '_'.

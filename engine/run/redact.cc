@@ -16,10 +16,6 @@ enum Kind { kHost = 1, kIp4, kIp6, kMac, kUser, kContainer, kJob, kDomain };
 const char* const kKindNames[] = {"", "host", "ipv4", "ipv6", "mac", "user", "container", "job", "domain"};
 
 bool HostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_' || c == '-'; }
-bool HexChar(char c) {
-  const char l = static_cast<char>(c | 0x20);
-  return IsDigit(c) || (l >= 'a' && l <= 'f');
-}
 
 // An IPv6 address (an IB GID): 8 groups, or "::" with two groups at least,
 // each of at most 4 hex digits. Times ("10:15:32"), MACs and C++ scopes
@@ -30,7 +26,7 @@ bool LooksLikeIpv6(std::string_view s) {
   while (true) {
     size_t j = s.find(':', i);
     std::string_view g = s.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
-    if (g.size() > 4 || !std::all_of(g.begin(), g.end(), HexChar)) return false;
+    if (g.size() > 4 || !std::all_of(g.begin(), g.end(), IsHexDigit)) return false;
     ++groups;
     nonempty += !g.empty();
     if (j == std::string_view::npos) break;
@@ -50,8 +46,6 @@ std::string RandomKey() {
 }  // namespace
 
 Redactor::Redactor(std::string key) : key_(key.empty() ? RandomKey() : std::move(key)) {}
-Redactor::~Redactor() = default;
-Redactor::Redactor(Redactor&&) noexcept = default;
 
 void Redactor::AddHost(std::string_view host) {
   const size_t bracket = host.find('[');  // "ubuntu[10.0.0.2]": two machines of one name
@@ -89,16 +83,17 @@ void Redactor::AddHostsOf(const JobState& state) {
 }
 
 void Redactor::Learn(std::string_view text) {
-  if (!learn_) {
+  // One compiled regex for every redactor and thread (RE2 matches are thread-safe).
+  static const RE2* const kLearn = [] {
     RE2::Options o;
     o.set_encoding(RE2::Options::EncodingLatin1);
     o.set_log_errors(false);
-    learn_ = std::make_unique<RE2>(
+    return new RE2(
         "/(?:home|Users)/([A-Za-z0-9._-]+)"
         "|(?:^|[\\s\\[(])([a-z_][a-z0-9_-]{1,31})@([A-Za-z][A-Za-z0-9-]*)[: \\]]"
         "|(?:SLURM_JOB_ID=|SLURM_JOBID=|SLURM_ARRAY_JOB_ID=|StepId=|JobId=|STEP |slurm-)([0-9]{5,})",
         o);
-  }
+  }();
   // Most blocks hold none of the words a match needs: one pass over the bytes
   // says so, and the regex (with its captures' cost) runs only where one is.
   static constexpr std::string_view kWords[] = {"/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"};
@@ -114,7 +109,7 @@ void Redactor::Learn(std::string_view text) {
   if (!maybe) return;
   re2::StringPiece in(text.data(), text.size());
   std::string user, puser, phost, job;
-  while (RE2::FindAndConsume(&in, *learn_, &user, &puser, &phost, &job)) {
+  while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
     if (!user.empty()) users_.insert(user);
     if (!puser.empty() && puser != "root") users_.insert(puser);
     if (!phost.empty()) AddHost(phost);
@@ -238,7 +233,7 @@ size_t Ipv4Prefix(std::string_view s) {
 bool LooksLikeMac(std::string_view s) {
   if (s.size() != 17) return false;
   for (size_t i = 0; i < 17; ++i) {
-    if (i % 3 == 2 ? s[i] != ':' : !HexChar(s[i])) return false;
+    if (i % 3 == 2 ? s[i] != ':' : !IsHexDigit(s[i])) return false;
   }
   return true;
 }
@@ -325,8 +320,6 @@ void Redactor::Redact(std::string_view in, std::string* out) {
     size_t e = j;
     while (e > i && (in[e - 1] == '.' || in[e - 1] == ':' || in[e - 1] == '-')) --e;
     const std::string_view run = in.substr(i, e - i);
-    const char before = i > 0 ? in[i - 1] : ' ';
-    const char after = j < n ? in[j] : ' ';
     if (run.empty()) {
       i = j;
       continue;
@@ -365,7 +358,7 @@ void Redactor::Redact(std::string_view in, std::string* out) {
             pb == '=' &&
             EndsWithAny(in.substr(0, p), {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_ARRAY_JOB_ID=", "StepId=", "JobId="});
         if ((job_word || (d >= 5 && jobs_.count(digits))) && (d == part.size() || part[d] == '.')) replace(p, d, kJob);
-      } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), HexChar)) {
+      } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), IsHexDigit)) {
         replace(p, part.size(), kContainer);
       } else {
         // A host: the part up to its first '.', or that without a short NIC suffix ("-ib").
@@ -443,8 +436,6 @@ void Redactor::Redact(std::string_view in, std::string* out) {
       }
       p = q + 1;
     }
-    (void)before;
-    (void)after;
     i = j;
   }
   out->append(in.data() + pos, n - pos);

@@ -19,7 +19,6 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -29,18 +28,12 @@
 #include "engine/state/job_state.h"
 #include "rules/rule_set.h"
 
-namespace re2 {
-class RE2;
-}
-
 namespace ncclscan {
 
 class Redactor {
  public:
   // `key` empty: a random key of this process (pseudonyms stable within the run only).
   explicit Redactor(std::string key);
-  ~Redactor();
-  Redactor(Redactor&&) noexcept;
 
   // A host name to hide wherever it stands as a word ("localhost" is kept);
   // the name up to its first '.' (the domain is hidden where it follows it).
@@ -91,7 +84,6 @@ class Redactor {
   // The first characters of hosts_ and users_: a word starting otherwise is none of them.
   std::array<bool, 256> first_char_{};
   size_t first_char_count_ = ~size_t{0};
-  std::unique_ptr<re2::RE2> learn_;
   std::map<std::string, std::string, std::less<>> mapping_;
   std::map<std::string, std::string> kinds_;
   uint64_t replaced_ = 0;
