@@ -72,8 +72,10 @@ EOF
   else
     bad man_page_installed_gzipped "no gzip file $MAN_GZ"
   fi
+  # The commands, read from the usage block, so a new one cannot be left out of the checks.
+  cmds=$("$NS" --help | sed -n 's/^ *ncclscan \([a-z][a-z]*\) .*/\1/p' | sort -u)
   missing=""
-  for cmd in scan rules explain test partial merge; do
+  for cmd in scan $cmds; do
     grep -q "^\\\\fB$cmd\\b\|^ncclscan $cmd\\b" "$MAN" 2>/dev/null || missing+=" $cmd"
   done
   if [ -z "$missing" ]; then ok man_page_names_every_command; else bad man_page_names_every_command "missing:$missing"; fi
@@ -168,7 +170,7 @@ EOF
     ff=$(fc 'ncclscan --format ')
     # Every --help option, offered by the command or commands that take it.
     fl=""
-    for cmd in "" "rules " "explain " "test " "partial " "merge "; do fl+=" $(fc "ncclscan $cmd--")"; done
+    for cmd in "" $cmds; do fl+=" $(fc "ncclscan ${cmd:+$cmd }--")"; done
     missing=""
     for o in $opts; do [[ " $fl " == *" $o "* ]] || missing+=" $o"; done
     if fish -n "$FCOMP" && [[ " $fm " == *" -o "* && " $fe " == *" DIVERGENT-RANK "* && $ff == "json markdown text trace " ]] &&
