@@ -94,19 +94,19 @@ void Redactor::Learn(std::string_view text) {
         "|(?:SLURM_JOB_ID=|SLURM_JOBID=|SLURM_ARRAY_JOB_ID=|StepId=|JobId=|STEP |slurm-)([0-9]{5,})",
         o);
   }();
-  // Most blocks hold none of the words a match needs: one pass over the bytes
-  // says so, and the regex (with its captures' cost) runs only where one is.
-  static constexpr std::string_view kWords[] = {"/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"};
-  bool maybe = false;
-  for (size_t k = 0; k < text.size() && !maybe; ++k) {
-    const char c = text[k];
-    if (c == '@') {
-      maybe = true;
-    } else if (c == '/' || c == 'S' || c == 'J' || c == 's') {
-      for (std::string_view w : kWords) maybe = maybe || text.compare(k, w.size(), w) == 0;
-    }
-  }
-  if (!maybe) return;
+  // Most blocks hold none of the words a match needs: a search for each says
+  // so (LiteralFinder: memchr on a rare byte, vectorised; a byte-by-byte loop
+  // took an eighth of redact's time), and the regex with its captures' cost
+  // runs only where one is.
+  static const std::vector<LiteralFinder>* const kWords = [] {
+    auto* v = new std::vector<LiteralFinder>;
+    for (std::string_view w : {"@", "/home/", "/Users/", "SLURM_", "StepId=", "JobId=", "STEP ", "slurm-"})
+      v->emplace_back(w);
+    return v;
+  }();
+  if (std::none_of(kWords->begin(), kWords->end(),
+                   [&](const LiteralFinder& f) { return f.Find(text) != std::string_view::npos; }))
+    return;
   re2::StringPiece in(text.data(), text.size());
   std::string user, puser, phost, job;
   while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
