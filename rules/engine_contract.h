@@ -72,6 +72,9 @@ enum class Fact : int {
   kNodes,
   kGpuBus,
   kNccltestsBusbw,
+  kTopoRow,
+  kTopoNic,
+  kNvlinkUp,
   kEnv,
   kWorkerPid,
   kCount

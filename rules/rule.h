@@ -146,6 +146,11 @@ struct LineRule {
   std::vector<FactAssign> facts;
   std::map<std::string, Located<std::string>> identity;
   std::vector<Lookup> lookups;
+  // `remember:` name -> template: values kept per input file for the lines
+  // after it (a section header: ibstat's "CA 'mlx5_2'", a table's column
+  // heads). Every rule's templates may read a remembered name ("{ca}"): the
+  // value the file's last remembering line gave, or "" before any.
+  std::vector<std::pair<Located<std::string>, Located<std::string>>> remember;
   SubjectMode subject = SubjectMode::kLine;
   // `level:` the NCCL levels (INFO WARN TRACE ABORT VERSION CALL) or c10
   // severities (E F W I) of the lines the rule applies to; empty = any line.

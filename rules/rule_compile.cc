@@ -92,7 +92,19 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
   const RE2& re = *compiled;
   // The variables templates may name: captures, then lookups.
   std::set<std::string> vars = CompileCaptures(compiled, &cr);
+  // Then what the file's earlier lines remembered (a capture or lookup of the
+  // same name wins), the lookups, and what this line remembers for the lines after it.
+  for (size_t slot = 0; slot < rs->remembered_.size(); ++slot) {
+    const std::string& name = rs->remembered_[slot];
+    if (vars.insert(name).second) cr.reads_remembered.emplace_back(name, static_cast<int>(slot));
+  }
   CompileLookups(re, &cr, &vars);
+  for (const auto& [name, tmpl] : r.remember) {
+    const auto it = std::lower_bound(rs->remembered_.begin(), rs->remembered_.end(), name.value);
+    Template t;
+    CheckTemplate(tmpl, vars, &t, "remember '" + name.value + "'");
+    cr.remember.emplace_back(static_cast<int>(it - rs->remembered_.begin()), std::move(t));
+  }
   CompileFacts(*rs, vars, &cr);
   CompileIdentity(vars, &cr);
   CompileSubjectAndFinding(re, vars, &cr);
@@ -102,12 +114,26 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
     for (Template& t : cf.fields) BindCaptures(cr, &t);
   }
   for (Template& t : cr.identity) BindCaptures(cr, &t);
+  for (auto& rt : cr.remember) BindCaptures(cr, &rt.second);
   CompileLevels(&cr);
   cr.has_finding = r.finding.present;
   CheckFallback(r);
-  cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine;
+  // (Folded runs are rendered before the serial stage, where no file's
+  // remembered values are known.)
+  cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine &&
+                cr.remember.empty();
+  auto reads_remembered = [&cr](const Template& t) {
+    for (const auto& part : t.parts()) {
+      for (const auto& rr : cr.reads_remembered) {
+        if (part.is_var && part.text == rr.first) return true;
+      }
+    }
+    return false;
+  };
   for (const CompiledFact& cf : cr.facts) {
-    if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
+    if (rs->facts()[cf.fact].merge == MergeMode::kSet || reads_remembered(cf.key) || reads_remembered(cf.value))
+      cr.foldable = false;
+    for (const Template& t : cf.fields) cr.foldable = cr.foldable && !reads_remembered(t);
   }
   rs->rules_.push_back(std::move(cr));
 }
@@ -175,7 +201,7 @@ std::set<std::string> RuleLoader::CompileCaptures(const std::shared_ptr<const RE
   return vars;
 }
 
-// Lookups read a capture; each adds its name to *vars.
+// Lookups read a capture (or a remembered value); each adds its name to *vars.
 void RuleLoader::CompileLookups(const RE2& re, CompiledRule* cr, std::set<std::string>* vars) {
   const LineRule& r = cr->spec;
   std::set<std::string> lookup_vars = *vars;  // captures, then each lookup once defined
@@ -183,7 +209,10 @@ void RuleLoader::CompileLookups(const RE2& re, CompiledRule* cr, std::set<std::s
     CompiledLookup cl;
     cl.name = lk.name;
     cl.from_capture = cr->CaptureIndex(lk.from.value);
-    if (cl.from_capture < 0 && re.ok()) {
+    for (const auto& rr : cr->reads_remembered) {
+      if (cl.from_capture < 0 && rr.first == lk.from.value) cl.from_remembered = rr.second;
+    }
+    if (cl.from_capture < 0 && cl.from_remembered < 0 && re.ok()) {
       impl_->Error(lk.from.pos, "E-TEMPLATE", "lookup '" + lk.name + "' reads unknown capture '" + lk.from.value + "'");
     }
     for (const auto& kv : lk.map) cl.map[kv.first] = kv.second;
@@ -289,8 +318,9 @@ void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::str
       if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
       cr->group_by.push_back(g.value);
     }
-  } else if (cr->facts.empty() && !cr->has_identity) {
-    im.Error(r.id.pos, "E-MISSING-KEY", "rule " + r.id.value + " sets no facts, no identity and has no finding",
+  } else if (cr->facts.empty() && !cr->has_identity && r.remember.empty()) {
+    im.Error(r.id.pos, "E-MISSING-KEY",
+             "rule " + r.id.value + " sets no facts, no identity, remembers nothing and has no finding",
              "a rule must produce something");
   }
 }

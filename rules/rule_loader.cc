@@ -390,6 +390,12 @@ void RuleLoader::Validate(RuleSet* rs, std::set<std::string>* off_out) {
   OnTwoThreads(rules.size(), [&](size_t i) {
     regexes[i] = std::make_shared<const RE2>(rules[i]->fields.empty() ? rules[i]->pattern.value : "x", opts);
   });
+  // The names `remember:` sets, before any rule is compiled: any rule may read them.
+  for (const LineRule* r : rules) {
+    for (const auto& kv : r->remember) rs->remembered_.push_back(kv.first.value);
+  }
+  std::sort(rs->remembered_.begin(), rs->remembered_.end());
+  rs->remembered_.erase(std::unique(rs->remembered_.begin(), rs->remembered_.end()), rs->remembered_.end());
   for (size_t i = 0; i < rules.size(); ++i) CompileRule(rs, rules[i], regexes[i]);
 
   std::set<std::string> all_ids;

@@ -52,8 +52,8 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   r.id.pos = Pos(n);
   bool have_pattern = false, have_family = false;
   ForEachKey(n, "rule",
-             {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "subject",
-              "level", "fallback", "finding", "references", "examples", "enabled"},
+             {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "remember",
+              "subject", "level", "fallback", "finding", "references", "examples", "enabled"},
              [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
                if (key == "id")
                  Scalar(v, "id", &r.id);
@@ -74,6 +74,12 @@ void RuleReader::ReadRule(const YAML::Node& n) {
                  ReadIdentity(v, &r);
                } else if (key == "lookup") {
                  ReadLookups(v, &r);
+               } else if (key == "remember") {
+                 ForEachKey(v, "remember", {},
+                            [&](const std::string& name, const YAML::Node& kn, const YAML::Node& tv) {
+                              Located<std::string> k{name, Pos(kn)}, t;
+                              if (Scalar(tv, "remember", &t)) r.remember.emplace_back(k, t);
+                            });
                } else if (key == "subject") {
                  ReadSubject(v, &r);
                } else if (key == "level") {

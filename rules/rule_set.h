@@ -54,6 +54,7 @@ const char* IdentitySlotName(int slot);
 struct CompiledLookup {
   std::string name;
   int from_capture = -1;
+  int from_remembered = -1;  // or the slot of a remembered value (RuleSet::remembered())
   std::map<std::string, std::string, std::less<>> map;
   Template default_value;
 };
@@ -125,6 +126,13 @@ struct CompiledRule {
   }
 
   int CaptureIndex(std::string_view name) const;
+
+  // `remember:` (LineRule::remember): the slot (RuleSet::remembered()) each
+  // value goes to, and its template.
+  std::vector<std::pair<int, Template>> remember;
+  // Remembered names this rule's templates may read that are none of its own
+  // captures or lookups, with their slots.
+  std::vector<std::pair<std::string, int>> reads_remembered;
 };
 
 // The template variables of one match: captures by name, then the rule's
@@ -133,6 +141,9 @@ struct MatchVars {
   const CompiledRule& r;
   const re2::StringPiece* groups;
   int num_groups;
+  // The input file's remembered values by slot (JobState), or none: then a
+  // remembered name reads "".
+  const std::vector<std::string>* remembered = nullptr;
 
   std::string_view Group(int i) const {
     if (i <= 0 || i >= num_groups || groups[i].data() == nullptr) return {};
@@ -142,14 +153,26 @@ struct MatchVars {
   void operator()(const std::string& name, std::string* out) const {
     for (const CompiledLookup& lk : r.lookups) {
       if (lk.name != name) continue;
-      auto it = lk.map.find(Group(lk.from_capture));
+      std::string_view from = Group(lk.from_capture);
+      if (lk.from_remembered >= 0 && remembered && lk.from_remembered < static_cast<int>(remembered->size()))
+        from = (*remembered)[lk.from_remembered];
+      auto it = lk.map.find(from);
       if (it != lk.map.end())
         out->append(it->second);
       else
         lk.default_value.RenderTo(out, *this);
       return;
     }
-    std::string_view c = Group(r.CaptureIndex(name));
+    const int g = r.CaptureIndex(name);
+    if (g <= 0 && remembered) {
+      for (const auto& [n, slot] : r.reads_remembered) {
+        if (n == name && slot < static_cast<int>(remembered->size())) {
+          out->append((*remembered)[slot]);
+          return;
+        }
+      }
+    }
+    std::string_view c = Group(g);
     out->append(c.data(), c.size());
   }
   // Renders t; a template that is one plain capture is returned as a view of it.
@@ -222,6 +245,8 @@ class RuleSet {
   const std::vector<CompiledCorrelation>& disabled_correlations() const { return disabled_correlations_; }
   // Overrides and disables, sorted by id (empty with the built-in rules alone).
   const std::vector<RuleChange>& changes() const { return changes_; }
+  // Every name a rule's `remember:` sets, sorted: slot i is remembered()[i].
+  const std::vector<std::string>& remembered() const { return remembered_; }
   // The prefilter over every rule's key atoms (exposed for benchmarks and tests).
   const LiteralMatcher& matcher() const { return matcher_; }
   // The part of a line the prefilter searches: the message of NCCL / c10 lines
@@ -329,6 +354,7 @@ class RuleSet {
   std::vector<CompiledRule> disabled_rules_;
   std::vector<CompiledCorrelation> disabled_correlations_;
   std::vector<RuleChange> changes_;
+  std::vector<std::string> remembered_;
   LiteralMatcher matcher_;
   std::vector<std::vector<int>> atom_rules_;  // matcher atom id -> rules keyed on it
   LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines

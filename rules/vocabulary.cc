@@ -50,6 +50,9 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kRankZeroAlone, "rank_zero_alone"},
       {CollectiveCheck::kNoProgress, "no_progress"},
       {CollectiveCheck::kNcclTestsBandwidth, "nccltests_bandwidth"},
+      {CollectiveCheck::kTopoGdrDistance, "topo_gdr_distance"},
+      {CollectiveCheck::kTopoP2pPath, "topo_p2p_path"},
+      {CollectiveCheck::kShmDespiteNvlink, "shm_despite_nvlink"},
   };
   return kRows;
 }

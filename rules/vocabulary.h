@@ -70,6 +70,9 @@ enum class CollectiveCheck : int {
   kRankZeroAlone,
   kNoProgress,
   kNcclTestsBandwidth,
+  kTopoGdrDistance,
+  kTopoP2pPath,
+  kShmDespiteNvlink,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

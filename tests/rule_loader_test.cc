@@ -55,6 +55,24 @@ TEST(RuleLoader, AcceptsAValidRule) {
   EXPECT_EQ(set->rules().size(), 1u);
 }
 
+// `remember:` names are variables of every rule (and a lookup's `from:`);
+// a remember template is checked like any other.
+TEST(RuleLoader, RememberedNamesAreVariablesOfEveryRule) {
+  const std::string head =
+      std::string(kFacts) + "rules:\n" +
+      Rule("NET-HEAD", R"(Using network (?P<network>\S+))", "    remember: {net_seen: \"{network}\"}\n");
+  std::unique_ptr<RuleSet> set;
+  EXPECT_EQ(Load(head + Rule("NET-B", R"(Using network (?P<x>\S+))",
+                             "    lookup:\n      network: {from: net_seen, map: {}, default: \"{net_seen}\"}\n"),
+                 &set),
+            "");
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->remembered(), std::vector<std::string>{"net_seen"});
+  EXPECT_NE(Load(std::string(kFacts) + "rules:\n" +
+                 Rule("NET-C", R"(Using network (?P<network>\S+))", "    remember: {seen: \"{nope}\"}\n")),
+            "");
+}
+
 TEST(RuleLoader, RejectsUnknownKey) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");
@@ -63,7 +81,7 @@ TEST(RuleLoader, RejectsUnknownKey) {
             "        titel: oops\n"
             "        ^\n"
             "help: allowed keys: category, enabled, examples, facts, fallback, family, fields, finding, id, identity, "
-            "level, lookup, pattern, references, subject, title\n");
+            "level, lookup, pattern, references, remember, subject, title\n");
 }
 
 // A catch-all: tried only where no rule with a finding matched, only on its levels.
@@ -521,15 +539,16 @@ TEST(RuleLoader, RejectsExplainsOfAnUnknownRule) {
 TEST(RuleLoader, RejectsUnknownFactWithHelp) {
   std::string text = std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))");
   text.replace(text.find("facts: {network:"), 16, "facts: {netwrk:");
-  EXPECT_EQ(Load(text),
-            "t.yaml:11:13: error: unknown fact 'netwrk' [E-UNKNOWN-FACT]\n"
-            "        facts: {netwrk: \"{network}\"}\n"
-            "                ^\n"
-            "help: declare it under 'facts:' in a rule file (docs/rules.md §1)\n"
-            "t.yaml:6:9: error: rule NET-A sets no facts, no identity and has no finding [E-MISSING-KEY]\n"
-            "      - id: NET-A\n"
-            "            ^\n"
-            "help: a rule must produce something\n");
+  EXPECT_EQ(
+      Load(text),
+      "t.yaml:11:13: error: unknown fact 'netwrk' [E-UNKNOWN-FACT]\n"
+      "        facts: {netwrk: \"{network}\"}\n"
+      "                ^\n"
+      "help: declare it under 'facts:' in a rule file (docs/rules.md §1)\n"
+      "t.yaml:6:9: error: rule NET-A sets no facts, no identity, remembers nothing and has no finding [E-MISSING-KEY]\n"
+      "      - id: NET-A\n"
+      "            ^\n"
+      "help: a rule must produce something\n");
 }
 
 TEST(RuleLoader, RejectsPatternWithoutLiteralWithHelp) {

@@ -178,6 +178,34 @@ TEST(Scanner, AFileDoesNotContinueAnotherFilesInterfaceList) {
   EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 64, dir.path()), "");
 }
 
+// `remember:` (an ibstat block's CA and port) holds for the lines below it in
+// its own file, across any chunk boundary, and never for another file: a
+// "State: Down" in b.ibstat.log, which has no CA line, must not borrow a.'s.
+TEST(Scanner, RememberedBlockHeadsStayInTheirFile) {
+  TempDir dir;
+  std::string ibstat = "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n";
+  for (int i = 0; i < 40; ++i) ibstat += "\t\tCapability mask: 0x2651e848\n";
+  ibstat += "CA 'mlx5_3'\n\tCA type: MT4123\n\tPort 2:\n";
+  for (int i = 0; i < 40; ++i) ibstat += "\t\tCapability mask: 0x2651e848\n";
+  ibstat += "\t\tState: Down\n";
+  const std::string a = dir.Write("node-a.ibstat.log", ibstat);
+  const std::string b = dir.Write("node-b.ibstat.log", "\t\tState: Down\n");
+  ScanOptions j1;
+  j1.jobs = 1;
+  Analysis both = Analyze(Rules(), {a, b}, j1);
+  std::vector<std::string> said;
+  for (const Finding& f : both.diagnosis.findings) {
+    if (f.rule_id == "IBSTAT-PORT-DOWN") said.push_back(f.explanation);
+  }
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("port 2 of mlx5_3") == std::string::npos,
+            said[1].find("port 2 of mlx5_3") == std::string::npos);
+  EXPECT_NE(said[0].find("shows a port not active") == std::string::npos,
+            said[1].find("shows a port not active") == std::string::npos);
+  EXPECT_EQ(DifferentialScan(Rules(), {a, b}, 64, dir.path()), "");
+  EXPECT_EQ(DifferentialScan(Rules(), {b, a}, 97, dir.path()), "");
+}
+
 // The same list inside one file does continue across any chunk boundary: the
 // serial stage parses a chunk's first lines again in the context the previous
 // chunk of the file left.

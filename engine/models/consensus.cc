@@ -381,6 +381,15 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kNcclTestsBandwidth:
           x.NcclTestsBandwidth(c);
           break;
+        case CollectiveCheck::kTopoGdrDistance:
+          x.TopoGdrDistance(c);
+          break;
+        case CollectiveCheck::kTopoP2pPath:
+          x.TopoP2pPath(c);
+          break;
+        case CollectiveCheck::kShmDespiteNvlink:
+          x.ShmDespiteNvlink(c);
+          break;
         case CollectiveCheck::kCount:
           break;  // refused by the loader
       }

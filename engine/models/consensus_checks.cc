@@ -11,7 +11,8 @@ namespace ncclscan {
 
 // A finding of correlation `c` naming `suspects` (global ranks), with `vars`.
 void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
-                  Vars vars, const std::string& group, std::vector<Evidence> evidence) const {
+                  Vars vars, const std::string& group, std::vector<Evidence> evidence,
+                  const std::vector<std::string>* on_hosts) const {
   Finding f = FindingOf(c.spec.id.value, c.spec.kind, c.spec.category, c.spec.title, c.spec.finding, c.spec.references);
   f.group = group;
   f.ranks = suspects;
@@ -23,6 +24,8 @@ void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects
       hosts.insert(sub.host);
     }
   }
+  // (A finding about hosts, not ranks, names them itself.)
+  if (on_hosts) hosts.insert(on_hosts->begin(), on_hosts->end());
   f.hosts.assign(hosts.begin(), hosts.end());
   f.count = static_cast<int64_t>(suspects.size());
   auto g = vars.find("group");

@@ -35,7 +35,8 @@ struct Checks {
 
   // A finding of correlation `c` naming `suspects` (global ranks), with `vars`.
   void Emit(const CompiledCorrelation& c, const std::vector<int>& suspects, const std::vector<int>& reporters,
-            Vars vars, const std::string& group, std::vector<Evidence> evidence) const;
+            Vars vars, const std::string& group, std::vector<Evidence> evidence,
+            const std::vector<std::string>* hosts = nullptr) const;
   // World size the job itself states: NCCL communicators' nranks (the largest:
   // the world communicator), PyTorch's default process-group size, pg_config.
   int WorldSize() const;
@@ -99,6 +100,10 @@ struct Checks {
   // nccltests.cc: nccl-tests' best bus bandwidth against what the transports
   // NCCL chose in the same log carry.
   void NcclTestsBandwidth(const CompiledCorrelation& c) const;
+  // engine/models/topology.cc: nvidia-smi topo -m's paths, read as NCCL reads them.
+  void TopoGdrDistance(const CompiledCorrelation& c) const;
+  void TopoP2pPath(const CompiledCorrelation& c) const;
+  void ShmDespiteNvlink(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;

@@ -42,6 +42,7 @@ int JobState::AddFile(const std::string& path) {
   f.path_pid = h.pid;
   inputs_.files.push_back(std::move(f));
   previous_subject_.push_back(-1);
+  remembered_.emplace_back();
   return static_cast<int>(inputs_.files.size()) - 1;
 }
 
@@ -133,7 +134,9 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   const CompiledRule& r = rules_->rules()[rule_idx];
   counters_.matched_lines++;
 
-  const MatchVars var{r, groups, num_groups};
+  if (!rules_->remembered().empty() && remembered_[file].size() < rules_->remembered().size())
+    remembered_[file].resize(rules_->remembered().size());
+  const MatchVars var{r, groups, num_groups, &remembered_[file]};
   const int si = RuleSubject(file, line, r, groups, num_groups);
 
   const EvidenceRef ev = EvidenceRef::Of(file, line_no, line);
@@ -149,6 +152,11 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   }
 
   if (r.spec.finding.present) AddToLineFinding(r, rule_idx, var, si, line, ev);
+  // What this line remembers is read by the file's later lines, not its own.
+  for (const auto& [slot, tmpl] : r.remember) {
+    std::string v(var.Render(tmpl, &b1));
+    remembered_[file][slot] = std::move(v);
+  }
 }
 
 int JobState::RuleSubject(int file, const ParsedLine& line, const CompiledRule& r, const re2::StringPiece* groups,
@@ -315,6 +323,11 @@ void JobState::AddToLineFinding(const CompiledRule& r, int rule_idx, const Match
       std::string v;
       var(lk.name, &v);
       acc.vars[lk.name] = bounded(std::move(v));
+    }
+    for (const auto& rr : r.reads_remembered) {
+      std::string v;
+      var(rr.first, &v);
+      acc.vars[rr.first] = bounded(std::move(v));
     }
     acc.first = seen;
     it = findings_.by_key.emplace(key, std::move(acc)).first;

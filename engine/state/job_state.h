@@ -200,7 +200,9 @@ class JobState {
   // Line context of the scan (not encoded: a scan carries none from one file
   // into the next).
   std::vector<int> previous_subject_;  // per file: last capture subject
-  int last_process_ = -1;              // cache for ProcessSubject
+  // Per file: the values `remember:` rules kept, by slot (RuleSet::remembered()).
+  std::vector<std::vector<std::string>> remembered_;
+  int last_process_ = -1;  // cache for ProcessSubject
 };
 
 // "0-3,5,7-9"
