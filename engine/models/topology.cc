@@ -193,18 +193,41 @@ void Checks::ShmDespiteNvlink(const CompiledCorrelation& c) const {
       if (x == "P2P") t.second = true;
     }
   }
+  // nvidia-smi topo -m's NV# cells between two GPUs say the same.
+  std::map<std::string, std::pair<std::string, Evidence>> matrix_link;
+  std::pair<std::string, Evidence> hostless_matrix;
+  for (const Matrix& m : ReadMatrices(state)) {
+    for (const auto& [row, links] : m.link) {
+      for (const auto& [col, word] : links) {
+        if (!IsGpu(row) || !IsGpu(col) || LinkRank(word) != 1 || m.rows.empty()) continue;
+        auto& slot = m.host.empty() ? hostless_matrix : matrix_link[m.host];
+        if (slot.first.empty())
+          slot = {"nvidia-smi topo -m (" + word + " between " + row + " and " + col + ")", m.rows[0]};
+      }
+    }
+  }
   std::vector<std::string> hosts;
   std::vector<Evidence> ev;
   std::string source;
   for (const auto& [host, t] : transports) {
     if (!t.first || t.second) continue;
-    auto l = link.find(host);
-    const FactValue* proof = l != link.end() ? l->second : (transports.size() == 1 ? hostless_link : nullptr);
-    if (!proof) continue;
+    const bool alone = transports.size() == 1;
+    std::pair<std::string, Evidence> proof;
+    if (auto l = link.find(host); l != link.end()) {
+      proof = {l->second->value, l->second->evidence};
+    } else if (auto mm = matrix_link.find(host); mm != matrix_link.end()) {
+      proof = mm->second;
+    } else if (alone && hostless_link) {
+      proof = {hostless_link->value, hostless_link->evidence};
+    } else if (alone && !hostless_matrix.first.empty()) {
+      proof = hostless_matrix;
+    } else {
+      continue;
+    }
     hosts.push_back(host);
-    if (source.empty()) source = proof->value;
+    if (source.empty()) source = proof.first;
     ev.push_back(shm_line[host]->evidence);
-    ev.push_back(proof->evidence);
+    ev.push_back(proof.second);
   }
   if (hosts.empty()) return;
   Emit(c, {}, {}, Vars{{"value", "via SHM, no P2P channel"}, {"source", source}}, "topology", ev, &hosts);
