@@ -67,8 +67,20 @@ Checks::Waiting Checks::CollectWaiting(StoreWaits which) const {
     const FactValue* store = which != StoreWaits::kNone && store_wait >= 0 ? sub.Get(store_wait) : nullptr;
     if (store && (FieldOf(*store, StoreField::kAwaits) == "every rank") != (which == StoreWaits::kForEveryRank))
       store = nullptr;
-    if (sub.Has(first_error) && !store) w.own_failure = true;
-    if (sub.rank < 0) continue;
+    // An error of its own (not the store wait's own line, as a store timeout
+    // is both) is a failure, not a wait: a rank that hit an NCCL error inside
+    // main_process_first failed there.
+    const FactValue* err = first_error >= 0 ? sub.Get(first_error) : nullptr;
+    if (err && store && (err->evidence.file != store->evidence.file || err->evidence.line != store->evidence.line))
+      store = nullptr;
+    if (err && !store) w.own_failure = true;
+    if (sub.rank < 0) {
+      if (store && which == StoreWaits::kForRankZero && !sub.Has(timeout_seq)) {
+        if (w.unranked++ == 0) w.unranked_evidence = store->evidence;
+        if (w.store.empty()) w.store = store->value;
+      }
+      continue;
+    }
     if (store && !sub.Has(timeout_seq)) {
       w.ranks.push_back(sub.rank);
       if (w.store.empty()) w.store = store->value;
@@ -143,8 +155,8 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
 // the next collective.
 void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
   if (!m.dump_ranks().empty()) return;
-  const Waiting w = CollectWaiting(StoreWaits::kForRankZero);
-  if (w.own_failure || w.ranks.empty()) return;
+  Waiting w = CollectWaiting(StoreWaits::kForRankZero);
+  if (w.own_failure || (w.ranks.empty() && w.unranked == 0)) return;
   if (std::count(w.ranks.begin(), w.ranks.end(), 0)) return;
   // A sub-group's collective: whether rank 0 is a member is not known. The
   // group is the watchdog line's, else its status lines' (PyTorch 2.2+).
@@ -181,7 +193,13 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     if (!NeverJoinedRanks(w, present, &world, &inferred).empty()) return;
     what = "left no trace in any input (no line of its own)";
   }
-  Vars vars{{"op", WhereWaited(w)}, {"reporters", CompactRanks(w.ranks)}, {"value", what}};
+  // Waiters that print no rank are named by what they are.
+  std::string reporters = w.ranks.empty() ? "" : "Rank(s) " + CompactRanks(w.ranks);
+  if (w.unranked > 0) {
+    if (ev.size() < kMaxEvidencePerFinding) ev.push_back(w.unranked_evidence);
+    reporters += reporters.empty() ? "Processes that print no rank" : " and processes that print no rank";
+  }
+  Vars vars{{"op", WhereWaited(w)}, {"reporters", reporters}, {"value", what}};
   Emit(c, {0}, w.ranks, vars, "rank 0", ev);
 }
 

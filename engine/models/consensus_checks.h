@@ -53,6 +53,10 @@ struct Checks {
     std::string op, seq;
     std::string store;  // what a rank waited for in the c10d store (store_wait), if any did
     bool own_failure = false;
+    // Processes that name no rank (interleaved tracebacks, a store timeout
+    // without a "[rankN]:" prefix) waiting in the store for rank 0's key.
+    int unranked = 0;
+    Evidence unranked_evidence;
   };
   // Which waits in the c10d store (store_wait) count besides collectives': a
   // rank waiting for a key rank 0 writes (its ncclUniqueId), or in a barrier
