@@ -75,6 +75,10 @@ struct FindingSpec {
   // (rules/vocabulary.h).
   bool has_owner = false;
   Owner owner = Owner::kLibrary;
+  // `scope: multi_node`: what the finding describes only matters between
+  // nodes (an interface other hosts cannot reach, GPUDirect RDMA off). On a
+  // job that states it runs on one node it is kept as context at info.
+  bool multi_node_only = false;
 };
 
 // A structured entry of a rule's `references:` (docs/rules.md §2, "Known

@@ -111,7 +111,8 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
   ForEachKey(
-      n, "finding", {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner"},
+      n, "finding",
+      {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope"},
       [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
         std::string s;
         if (key == "severity") {
@@ -142,6 +143,13 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
           StringList(v, "explains", &f->explains);
         } else if (key == "owner") {
           f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
+        } else if (key == "scope") {
+          if (Scalar(v, "scope", &s)) {
+            if (s == "multi_node")
+              f->multi_node_only = true;
+            else if (s != "any")
+              Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
+          }
         }
       });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");

@@ -166,10 +166,36 @@ int64_t StatedNodes(const JobState& state) {
   return most;
 }
 
+// Whether the job runs on one node: it says so, or it says nothing and every
+// rank of the job is in the logs, all on one host (a complete picture, not an
+// excerpt of one host's lines): the ranks of its largest communicator, or of
+// nccl-tests' device map ("#  Rank  1 Group  0 Pid … on host device …"),
+// which lists every rank of the run.
+bool OneNode(const JobState& state) {
+  const int64_t stated = StatedNodes(state);
+  if (stated > 0) return stated == 1;
+  int world = 0;
+  for (const auto& kv : state.comms()) world = std::max(world, kv.second.nranks);
+  const int map_fact = state.rules().fact(Fact::kNccltestsRank);
+  std::set<int> ranks;
+  std::set<std::string> hosts;
+  bool device_map = false;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (map_fact >= 0 && sub.Has(map_fact)) device_map = true;
+    if (sub.rank < 0) continue;
+    ranks.insert(sub.rank);
+    if (!sub.host.empty()) hosts.insert(sub.host);
+  }
+  if (world == 0 && device_map) world = static_cast<int>(ranks.size());
+  if (world < 2 || ranks.empty()) return false;
+  return hosts.size() == 1 && static_cast<int>(ranks.size()) == world && *ranks.rbegin() == world - 1;
+}
+
 void LineFindings(const JobState& state, std::vector<Finding>* out) {
   const RuleSet& rules = state.rules();
   // On a job of one node a launcher's "local_rank N" is global rank N.
-  const bool one_node = StatedNodes(state) == 1;
+  const bool one_node = OneNode(state);
   for (const auto& kv : state.line_findings()) {
     const LineFindingAcc& acc = kv.second;
     const CompiledRule& r = rules.rules()[acc.rule];
@@ -191,6 +217,12 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
     auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };
     f.explanation = r.explanation.Render(lookup);
     f.remediation = r.remediation.Render(lookup);
+    if (one_node && r.spec.finding.multi_node_only) {
+      // Nothing crosses a node here: what it says cannot be what went wrong.
+      f.severity = Severity::kInfo;
+      f.role = Role::kContext;
+      f.explanation += " The job states that it runs on one node, so this has no effect here.";
+    }
     out->push_back(std::move(f));
   }
 }
