@@ -110,48 +110,48 @@ bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::v
 void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
-  ForEachKey(
-      n, "finding",
-      {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope"},
-      [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
-        std::string s;
-        if (key == "severity") {
-          if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
-            Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'", "use one of: info, warning, error, critical");
-          }
-        } else if (key == "confidence") {
-          if (Scalar(v, "confidence", &s)) {
-            char* end = nullptr;
-            double c = std::strtod(s.c_str(), &end);
-            if (end == s.c_str() || *end || c < 0 || c > 1) {
-              Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
-            } else {
-              f->confidence = c;
-            }
-          }
-        } else if (key == "role") {
-          if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
-            Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
-          }
-        } else if (key == "group_by") {
-          StringList(v, "group_by", &f->group_by);
-        } else if (key == "explanation") {
-          Scalar(v, "explanation", &f->explanation);
-        } else if (key == "remediation") {
-          Scalar(v, "remediation", &f->remediation);
-        } else if (key == "explains") {
-          StringList(v, "explains", &f->explains);
-        } else if (key == "owner") {
-          f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
-        } else if (key == "scope") {
-          if (Scalar(v, "scope", &s)) {
-            if (s == "multi_node")
-              f->multi_node_only = true;
-            else if (s != "any")
-              Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
-          }
-        }
-      });
+  ForEachKey(n, "finding",
+             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope"},
+             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               std::string s;
+               if (key == "severity") {
+                 if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown severity '" + s + "'",
+                         "use one of: info, warning, error, critical");
+                 }
+               } else if (key == "confidence") {
+                 if (Scalar(v, "confidence", &s)) {
+                   char* end = nullptr;
+                   double c = std::strtod(s.c_str(), &end);
+                   if (end == s.c_str() || *end || c < 0 || c > 1) {
+                     Error(Pos(v), "E-BAD-VALUE", "confidence must be a number between 0 and 1");
+                   } else {
+                     f->confidence = c;
+                   }
+                 }
+               } else if (key == "role") {
+                 if (Scalar(v, "role", &s) && !ParseRole(s, &f->role)) {
+                   Error(Pos(v), "E-BAD-VALUE", "unknown role '" + s + "'", "use one of: root, cascade, context");
+                 }
+               } else if (key == "group_by") {
+                 StringList(v, "group_by", &f->group_by);
+               } else if (key == "explanation") {
+                 Scalar(v, "explanation", &f->explanation);
+               } else if (key == "remediation") {
+                 Scalar(v, "remediation", &f->remediation);
+               } else if (key == "explains") {
+                 StringList(v, "explains", &f->explains);
+               } else if (key == "owner") {
+                 f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
+               } else if (key == "scope") {
+                 if (Scalar(v, "scope", &s)) {
+                   if (s == "multi_node")
+                     f->multi_node_only = true;
+                   else if (s != "any")
+                     Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
+                 }
+               }
+             });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");
 }
 
