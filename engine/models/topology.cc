@@ -101,11 +101,33 @@ std::string OnHost(const std::string& host) { return host.empty() ? "" : " of " 
 
 }  // namespace
 
+namespace {
+
+// One finding of `c` over every host whose matrix gives items (at most `most`
+// listed per host): "items of host; items of another host".
+template <typename ItemsOf>
+void EmitPerMatrix(const Checks& x, const CompiledCorrelation& c, size_t most, ItemsOf items_of) {
+  std::vector<std::string> hosts;
+  std::vector<Evidence> ev;
+  std::string value;
+  for (const Matrix& m : ReadMatrices(x.state)) {
+    const std::vector<std::string> items = items_of(m);
+    if (items.empty()) continue;
+    std::string list;
+    for (size_t i = 0; i < items.size() && i < most; ++i) list += (list.empty() ? "" : ", ") + items[i];
+    if (items.size() > most) list += fmt::format(" and {} more", items.size() - most);
+    value += (value.empty() ? "" : "; ") + list + OnHost(m.host);
+    if (!m.host.empty()) hosts.push_back(m.host);
+    ev.insert(ev.end(), m.rows.begin(), m.rows.end());
+  }
+  if (!value.empty()) x.Emit(c, {}, {}, Vars{{"value", value}}, "topology", ev, &hosts);
+}
+
+}  // namespace
+
 void Checks::TopoGdrDistance(const CompiledCorrelation& c) const {
   if (EnvSet(state, "NCCL_NET_GDR_LEVEL")) return;  // the user moved the limit
-  std::vector<std::string> parts, hosts;
-  std::vector<Evidence> ev;
-  for (const Matrix& m : ReadMatrices(state)) {
+  EmitPerMatrix(*this, c, 64, [](const Matrix& m) {
     std::vector<std::string> far;
     for (const auto& [row, links] : m.link) {
       if (!IsGpu(row)) continue;
@@ -125,44 +147,22 @@ void Checks::TopoGdrDistance(const CompiledCorrelation& c) const {
                                   name == m.nic_name.end() ? "" : " " + name->second));
       }
     }
-    if (far.empty()) continue;
-    std::string list;
-    for (const auto& f : far) list += (list.empty() ? "" : ", ") + f;
-    parts.push_back(list + OnHost(m.host));
-    if (!m.host.empty()) hosts.push_back(m.host);
-    ev.insert(ev.end(), m.rows.begin(), m.rows.end());
-  }
-  if (parts.empty()) return;
-  std::string value;
-  for (const auto& p : parts) value += (value.empty() ? "" : "; ") + p;
-  Emit(c, {}, {}, Vars{{"value", value}}, "topology", ev, &hosts);
+    return far;
+  });
 }
 
 void Checks::TopoP2pPath(const CompiledCorrelation& c) const {
   if (EnvSet(state, "NCCL_P2P_LEVEL") || EnvSet(state, "NCCL_P2P_DISABLE")) return;
-  std::vector<std::string> parts, hosts;
-  std::vector<Evidence> ev;
-  for (const Matrix& m : ReadMatrices(state)) {
+  EmitPerMatrix(*this, c, 8, [](const Matrix& m) {
     std::vector<std::string> pairs;
     for (const auto& [row, links] : m.link) {
       if (!IsGpu(row)) continue;
       for (const auto& [col, word] : links) {
-        if (!IsGpu(col) || col <= row) continue;
-        if (LinkRank(word) > kPxb) pairs.push_back(fmt::format("{}-{} {}", row, col, word));
+        if (IsGpu(col) && col > row && LinkRank(word) > kPxb) pairs.push_back(fmt::format("{}-{} {}", row, col, word));
       }
     }
-    if (pairs.empty()) continue;
-    std::string list;
-    for (size_t i = 0; i < pairs.size() && i < 8; ++i) list += (list.empty() ? "" : ", ") + pairs[i];
-    if (pairs.size() > 8) list += fmt::format(" and {} more pair(s)", pairs.size() - 8);
-    parts.push_back(list + OnHost(m.host));
-    if (!m.host.empty()) hosts.push_back(m.host);
-    ev.insert(ev.end(), m.rows.begin(), m.rows.end());
-  }
-  if (parts.empty()) return;
-  std::string value;
-  for (const auto& p : parts) value += (value.empty() ? "" : "; ") + p;
-  Emit(c, {}, {}, Vars{{"value", value}}, "topology", ev, &hosts);
+    return pairs;
+  });
 }
 
 // shm_despite_nvlink: a host whose ranks connect only through SHM (no P2P
