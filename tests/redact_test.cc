@@ -3,8 +3,14 @@
 #include "engine/run/redact.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "tests/test_util.h"
 
 namespace ncclscan {
 namespace {
@@ -67,6 +73,48 @@ TEST(Redact, UsersJobsAndWhatMustStay) {
   const std::string redacted = r.Redact(pickle);
   EXPECT_EQ(redacted.size(), pickle.size());
   EXPECT_EQ(redacted.find("gpu-node-7"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclscan
+
+namespace ncclscan {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A symbolic link planted in the output directory, at a copy's name or at a
+// directory above one, is never written through: the file it points to stays
+// as it was, the copy is reported as an error, the other inputs are written.
+TEST(RedactInputs, NeverWritesThroughALinkInTheOutputDirectory) {
+  TempDir in, out, elsewhere;
+  const std::string line = "gpu-node-7:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n";
+  const std::string a = in.Write("a.log", line), b = in.Write("b.log", line), c = in.Write("sub/c.log", line);
+  const std::string victim = elsewhere.Write("victim.txt", "untouched\n");
+  // A copy's path under the output directory is its input's path (here absolute).
+  const std::string mirror = out.path() + in.path();
+  ASSERT_EQ(std::system(("mkdir -p '" + mirror + "'").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (mirror + "/a.log").c_str()), 0);
+  ASSERT_EQ(::symlink(elsewhere.path().c_str(), (mirror + "/sub").c_str()), 0);
+  RedactOptions opts;
+  opts.key = "k";
+  opts.out_dir = out.path();
+  opts.scan.jobs = 1;
+  const RedactResult res = RedactInputs(BuiltInRules(), {a, b, c}, opts);
+  EXPECT_EQ(Slurp(victim), "untouched\n");
+  struct stat st;
+  EXPECT_NE(::stat((elsewhere.path() + "/c.log").c_str(), &st), 0) << "written through the linked directory";
+  ASSERT_EQ(res.errors.size(), 2u);
+  EXPECT_NE(res.errors[0].find("symbolic link"), std::string::npos) << res.errors[0];
+  EXPECT_NE(res.errors[1].find("not a directory"), std::string::npos) << res.errors[1];
+  const std::string copy = Slurp(mirror + "/b.log");
+  EXPECT_NE(copy.find("NCCL INFO Bootstrap"), std::string::npos);
+  EXPECT_EQ(copy.find("gpu-node-7"), std::string::npos);
 }
 
 }  // namespace

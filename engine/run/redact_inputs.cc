@@ -1,12 +1,13 @@
 // RedactInputs (engine/run/redact.h): the inputs read twice, to learn the
 // names to hide and to write their redacted copies, each input on a thread.
+#include <fcntl.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "engine/io/source.h"
 #include "engine/run/analyze.h"
@@ -40,13 +41,42 @@ std::string OutputPath(const std::string& dir, std::string name, Redactor* r) {
   return dir + "/" + clean;
 }
 
-bool MakeParents(const std::string& path, std::string* err) {
-  for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
+// Creates the directories above `path` below `dir` (`dir` itself must exist).
+// A name there that already is something other than a real directory — a
+// symbolic link planted in the output directory, a file — is refused, so a
+// copy is never written outside `dir`.
+bool MakeParents(const std::string& dir, const std::string& path, std::string* err) {
+  for (size_t i = path.find('/', dir.size() + 1); i != std::string::npos; i = path.find('/', i + 1)) {
     const std::string d = path.substr(0, i);
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
       *err = d + ": " + std::strerror(errno);
       return false;
     }
+    struct stat st;
+    if (::lstat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      *err = d + ": not a directory (a symbolic link or a file is in the way); nothing written under it";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Opens `path` for the copy, never through a symbolic link at its name.
+int OpenCopy(const std::string& path, std::string* err) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *err = path + ": " +
+           (errno == ELOOP ? std::string("is a symbolic link; not written through it") : std::strerror(errno));
+  }
+  return fd;
+}
+
+bool WriteAll(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = ::write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    s.remove_prefix(static_cast<size_t>(n));
   }
   return true;
 }
@@ -142,26 +172,27 @@ RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& 
       std::string name;
       while (reader->NextMember(&name, &err)) {
         const std::string out_path = OutputPath(opts.out_dir, name, &r);
-        if (!MakeParents(out_path, &err)) {
-          o.errors.push_back(err);
-          break;
+        std::string open_err;
+        if (!MakeParents(opts.out_dir, out_path, &open_err)) {
+          o.errors.push_back(open_err);
+          continue;
         }
-        std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-        if (!out) {
-          o.errors.push_back(out_path + ": " + std::strerror(errno));
+        const int fd = OpenCopy(out_path, &open_err);
+        if (fd < 0) {
+          o.errors.push_back(open_err);
           continue;
         }
         const std::string_view head = reader->Head();
         r.set_same_length(LooksBinary(head));
         std::string redacted;
+        bool wrote = true;
         const ssize_t n = EachBlock(reader.get(), &buf, &o.bytes, &err, [&](std::string_view b) {
           redacted.clear();
           r.Redact(b, &redacted);
-          out.write(redacted.data(), static_cast<std::streamsize>(redacted.size()));
+          wrote = WriteAll(fd, redacted) && wrote;
         });
         if (n < 0) o.errors.push_back(name + ": " + err);
-        out.close();
-        if (!out) o.errors.push_back(out_path + ": write failed");
+        if (::close(fd) != 0 || !wrote) o.errors.push_back(out_path + ": write failed");
         o.written.push_back(out_path);
       }
       if (!err.empty()) o.errors.push_back(err);
