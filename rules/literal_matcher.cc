@@ -15,6 +15,12 @@ namespace {
 uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 uint8_t Upper(uint8_t c) { return (c >= 'a' && c <= 'z') ? c - 32 : c; }
 
+// Short atoms are looked up by their last two bytes, folded (TailKey).
+constexpr int kTailBits = 12;
+uint32_t TailKey(uint8_t a, uint8_t b) {
+  return ((static_cast<uint32_t>(Lower(a)) * 131u) ^ Lower(b)) & ((1u << kTailBits) - 1);
+}
+
 bool EqualsFolded(const unsigned char* text, const std::string& atom) {
   for (size_t k = 0; k < atom.size(); ++k) {
     if (Lower(text[k]) != static_cast<uint8_t>(atom[k])) return false;
@@ -93,6 +99,25 @@ void LiteralMatcher::Build() {
     groups[first_long + k * (kGroups - first_long) / longs.size()].push_back(longs[k]);
   }
   short_buckets_ = short_atoms_.empty() ? 0 : 1;
+  // A candidate end checks only the short atoms ending in its two bytes (an
+  // atom of one byte is checked at every candidate).
+  short_one_.clear();
+  std::vector<std::pair<uint32_t, int32_t>> tails;
+  for (int id : short_atoms_) {
+    const std::string& a = atoms_[id];
+    if (a.size() < 2)
+      short_one_.push_back(id);
+    else
+      tails.emplace_back(TailKey(a[a.size() - 2], a[a.size() - 1]), id);
+  }
+  std::stable_sort(tails.begin(), tails.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  short_by_tail_.clear();
+  tail_begin_.assign((1u << kTailBits) + 1, 0);
+  for (const auto& [key, id] : tails) {
+    short_by_tail_.push_back(id);
+    ++tail_begin_[key + 1];
+  }
+  for (size_t k = 1; k < tail_begin_.size(); ++k) tail_begin_[k] += tail_begin_[k - 1];
 
   // The table: for each alignment a (the fingerprint ends a bytes after the
   // sample) and position j (the sample 2*(3-j) bytes before the newest one),
@@ -162,11 +187,15 @@ void LiteralMatcher::Report(int id, std::vector<int>* ids, std::vector<uint8_t>*
 void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint32_t buckets, std::vector<int>* ids,
                              std::vector<uint8_t>* seen) const {
   if (buckets & short_buckets_) {
-    for (int id : short_atoms_) {
+    auto check = [&](int id) {
       const std::string& a = atoms_[id];
-      if ((*seen)[id] || end + 1 < a.size()) continue;
-      if (EqualsFolded(p + end + 1 - a.size(), a)) Report(id, ids, seen);
+      if (!(*seen)[id] && end + 1 >= a.size() && EqualsFolded(p + end + 1 - a.size(), a)) Report(id, ids, seen);
+    };
+    if (end >= 1) {
+      const uint32_t key = TailKey(p[end - 1], p[end]);
+      for (uint32_t k = tail_begin_[key]; k < tail_begin_[key + 1]; ++k) check(short_by_tail_[k]);
     }
+    for (int id : short_one_) check(id);
   }
   if ((buckets & ~short_buckets_) && end + 1 >= kWindow) {
     const size_t start = end + 1 - kWindow;

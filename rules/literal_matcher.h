@@ -59,6 +59,11 @@ class LiteralMatcher {
   uint64_t initial_carry_ = 0;      // the state's carry before the first sample
   uint32_t short_buckets_ = 0;      // groups holding atoms shorter than kWindow
   std::vector<int32_t> short_atoms_;
+  // Short atoms of 2+ bytes by the key of their last two bytes: those of key
+  // k are short_by_tail_[tail_begin_[k], tail_begin_[k + 1]); 1-byte atoms apart.
+  std::vector<int32_t> short_by_tail_;
+  std::vector<uint32_t> tail_begin_;
+  std::vector<int32_t> short_one_;
   // Atoms of kWindow+ bytes by their first 8 bytes OR 0x20 (open addressing).
   struct Slot {
     uint64_t key = 0;             // 0 = empty (a folded key has no zero byte)
