@@ -78,6 +78,36 @@ void BindCaptures(const CompiledRule& cr, Template* t) {
   }
 }
 
+// Drops from cr->reads_remembered the remembered names none of the rule's
+// templates, group_by or lookups name: a finding then keeps only the values
+// its text reads, and a rule that reads none can still fold.
+void KeepRememberedInUse(CompiledRule* cr) {
+  if (cr->reads_remembered.empty()) return;
+  std::set<std::string> used(cr->group_by.begin(), cr->group_by.end());
+  auto note = [&used](const Template& t) {
+    for (const auto& part : t.parts()) {
+      if (part.is_var) used.insert(part.text);
+    }
+  };
+  for (const CompiledFact& cf : cr->facts) {
+    note(cf.key);
+    note(cf.value);
+    for (const Template& t : cf.fields) note(t);
+  }
+  for (const Template& t : cr->identity) note(t);
+  for (const CompiledLookup& lk : cr->lookups) {
+    note(lk.default_value);
+    for (const auto& [name, slot] : cr->reads_remembered) {
+      if (slot == lk.from_remembered) used.insert(name);
+    }
+  }
+  for (const auto& rt : cr->remember) note(rt.second);
+  note(cr->explanation);
+  note(cr->remediation);
+  auto& rr = cr->reads_remembered;
+  rr.erase(std::remove_if(rr.begin(), rr.end(), [&used](const auto& x) { return !used.count(x.first); }), rr.end());
+}
+
 }  // namespace
 
 // One line rule compiled: its family, regex (compiled by the caller, on two
@@ -118,22 +148,13 @@ void RuleLoader::CompileRule(RuleSet* rs, const LineRule* lr, const std::shared_
   CompileLevels(&cr);
   cr.has_finding = r.finding.present;
   CheckFallback(r);
+  KeepRememberedInUse(&cr);
   // (Folded runs are rendered before the serial stage, where no file's
   // remembered values are known.)
   cr.foldable = !cr.facts.empty() && !cr.has_identity && !r.finding.present && r.subject == SubjectMode::kLine &&
-                cr.remember.empty();
-  auto reads_remembered = [&cr](const Template& t) {
-    for (const auto& part : t.parts()) {
-      for (const auto& rr : cr.reads_remembered) {
-        if (part.is_var && part.text == rr.first) return true;
-      }
-    }
-    return false;
-  };
+                cr.remember.empty() && cr.reads_remembered.empty();
   for (const CompiledFact& cf : cr.facts) {
-    if (rs->facts()[cf.fact].merge == MergeMode::kSet || reads_remembered(cf.key) || reads_remembered(cf.value))
-      cr.foldable = false;
-    for (const Template& t : cf.fields) cr.foldable = cr.foldable && !reads_remembered(t);
+    if (rs->facts()[cf.fact].merge == MergeMode::kSet) cr.foldable = false;
   }
   rs->rules_.push_back(std::move(cr));
 }

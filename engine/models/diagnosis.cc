@@ -221,7 +221,8 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
       // Nothing crosses a node here: what it says cannot be what went wrong.
       f.severity = Severity::kInfo;
       f.role = Role::kContext;
-      f.explanation += " The job states that it runs on one node, so this has no effect here.";
+      f.explanation +=
+          " The job runs on one node (it says so, or every rank of it is on one host), so this has no effect here.";
     }
     out->push_back(std::move(f));
   }

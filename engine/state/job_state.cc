@@ -42,7 +42,7 @@ int JobState::AddFile(const std::string& path) {
   f.path_pid = h.pid;
   inputs_.files.push_back(std::move(f));
   previous_subject_.push_back(-1);
-  remembered_.emplace_back();
+  remembered_.emplace_back(rules_->remembered().size());
   return static_cast<int>(inputs_.files.size()) - 1;
 }
 
@@ -134,8 +134,6 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
   const CompiledRule& r = rules_->rules()[rule_idx];
   counters_.matched_lines++;
 
-  if (!rules_->remembered().empty() && remembered_[file].size() < rules_->remembered().size())
-    remembered_[file].resize(rules_->remembered().size());
   const MatchVars var{r, groups, num_groups, &remembered_[file]};
   const int si = RuleSubject(file, line, r, groups, num_groups);
 

@@ -200,7 +200,8 @@ class JobState {
   // Line context of the scan (not encoded: a scan carries none from one file
   // into the next).
   std::vector<int> previous_subject_;  // per file: last capture subject
-  // Per file: the values `remember:` rules kept, by slot (RuleSet::remembered()).
+  // Per file: the values `remember:` rules kept, by slot (RuleSet::remembered()),
+  // one slot per remembered name from the file's first line.
   std::vector<std::vector<std::string>> remembered_;
   int last_process_ = -1;  // cache for ProcessSubject
 };

@@ -25,7 +25,7 @@ bool JobState::Decode(WireReader* r) {
   l.rules = rules_->rules().size();
   inputs_.Decode(r, &l);
   previous_subject_.assign(inputs_.files.size(), -1);
-  remembered_.assign(inputs_.files.size(), {});
+  remembered_.assign(inputs_.files.size(), std::vector<std::string>(rules_->remembered().size()));
   subjects_.Decode(r, &l);
   comms_.Decode(r, l);
   identity_.Decode(r, l);
@@ -41,7 +41,7 @@ void JobState::Absorb(JobState&& later) {
   Remap r;
   inputs_.Absorb(std::move(later.inputs_), &r);
   previous_subject_.resize(inputs_.files.size(), -1);
-  remembered_.resize(inputs_.files.size());
+  remembered_.resize(inputs_.files.size(), std::vector<std::string>(rules_->remembered().size()));
   subjects_.Absorb(std::move(later.subjects_), rules_->facts(), &r, &counters_);
   comms_.Absorb(std::move(later.comms_), r, &counters_.over_comm_cap);
   identity_.Absorb(std::move(later.identity_), r, subjects_.all);
