@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/cli_internal.h"
+#include "engine/io/replace_file.h"
 #include "engine/run/redact.h"
 
 namespace po = boost::program_options;
@@ -72,12 +73,7 @@ int CmdRedact(const std::vector<std::string>& args) {
       text += orig + '\t' + pseudo + '\t' + (k == res.kinds.end() ? "" : k->second) + '\n';
     }
     const int fd = ::open(map_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0;
-    for (size_t done = 0; ok && done < text.size();) {
-      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-      ok = w > 0;
-      done += ok ? static_cast<size_t>(w) : 0;
-    }
+    bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0 && WriteAll(fd, text);
     if (fd >= 0) ok = ::close(fd) == 0 && ok;
     if (!ok) {
       Error(map_file + ": could not write the map: " + std::strerror(errno));

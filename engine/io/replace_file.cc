@@ -36,25 +36,26 @@ bool ReplaceFile(const std::string& path, std::string_view bytes, std::string* e
   };
   int fd = mkstemp(name.data());
   if (fd < 0) return fail(errno);
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  int e = 0;
-  while (left > 0 && e == 0) {
-    ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      e = errno;
-      break;
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
-  }
+  int e = WriteAll(fd, bytes) ? 0 : errno;
   if (e == 0 && fchmod(fd, FileMode()) != 0) e = errno;
   if (::close(fd) != 0 && e == 0) e = errno;
   if (e == 0 && std::rename(name.data(), path.c_str()) != 0) e = errno;
   if (e != 0) {
     ::unlink(name.data());
     return fail(e);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t w = ::write(fd, bytes.data(), bytes.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(w));
   }
   return true;
 }

@@ -22,6 +22,10 @@ namespace ncclscan {
 // The new file's mode is 0666 less the umask, as open(2) would give it.
 bool ReplaceFile(const std::string& path, std::string_view bytes, std::string* err);
 
+// Writes all of `bytes` to `fd` (short writes continued, EINTR retried);
+// false with errno set (EIO where write(2) wrote nothing and said nothing).
+bool WriteAll(int fd, std::string_view bytes);
+
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_ENGINE_IO_REPLACE_FILE_H_

@@ -172,37 +172,29 @@ void Checks::ShmDespiteNvlink(const CompiledCorrelation& c) const {
   const int nvlink = state.rules().fact(Fact::kNvlinkUp), intra = state.rules().fact(Fact::kIntraTransport);
   if (nvlink < 0 || intra < 0) return;
   std::map<std::string, std::pair<bool, bool>> transports;  // host -> (SHM, P2P)
-  std::map<std::string, const FactValue*> link, shm_line;
-  const FactValue* hostless_link = nullptr;
+  std::map<std::string, const FactValue*> shm_line;
+  // Per host ("" for a tool's output without one): what shows NVLink up, and
+  // where. nvidia-smi nvlink -s first, then topo -m's NV# cells between GPUs.
+  std::map<std::string, std::pair<std::string, Evidence>> proof;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    if (const FactValue* v = sub.Get(nvlink)) {
-      if (sub.host.empty())
-        hostless_link = hostless_link ? hostless_link : v;
-      else if (!link.count(sub.host))
-        link[sub.host] = v;
-    }
+    if (const FactValue* v = sub.Get(nvlink)) proof.try_emplace(sub.host, v->value, v->evidence);
     const FactValue* in = sub.Get(intra);
     if (!in || sub.host.empty()) continue;
     auto& t = transports[sub.host];
     for (const std::string& x : in->values.empty() ? std::vector<std::string>{in->value} : in->values) {
       if (x == "SHM") {
         t.first = true;
-        if (!shm_line.count(sub.host)) shm_line[sub.host] = in;
+        shm_line.try_emplace(sub.host, in);
       }
       if (x == "P2P") t.second = true;
     }
   }
-  // nvidia-smi topo -m's NV# cells between two GPUs say the same.
-  std::map<std::string, std::pair<std::string, Evidence>> matrix_link;
-  std::pair<std::string, Evidence> hostless_matrix;
   for (const Matrix& m : ReadMatrices(state)) {
     for (const auto& [row, links] : m.link) {
       for (const auto& [col, word] : links) {
-        if (!IsGpu(row) || !IsGpu(col) || LinkRank(word) != 1 || m.rows.empty()) continue;
-        auto& slot = m.host.empty() ? hostless_matrix : matrix_link[m.host];
-        if (slot.first.empty())
-          slot = {"nvidia-smi topo -m (" + word + " between " + row + " and " + col + ")", m.rows[0]};
+        if (IsGpu(row) && IsGpu(col) && LinkRank(word) == 1 && !m.rows.empty())
+          proof.try_emplace(m.host, "nvidia-smi topo -m (" + word + " between " + row + " and " + col + ")", m.rows[0]);
       }
     }
   }
@@ -211,23 +203,13 @@ void Checks::ShmDespiteNvlink(const CompiledCorrelation& c) const {
   std::string source;
   for (const auto& [host, t] : transports) {
     if (!t.first || t.second) continue;
-    const bool alone = transports.size() == 1;
-    std::pair<std::string, Evidence> proof;
-    if (auto l = link.find(host); l != link.end()) {
-      proof = {l->second->value, l->second->evidence};
-    } else if (auto mm = matrix_link.find(host); mm != matrix_link.end()) {
-      proof = mm->second;
-    } else if (alone && hostless_link) {
-      proof = {hostless_link->value, hostless_link->evidence};
-    } else if (alone && !hostless_matrix.first.empty()) {
-      proof = hostless_matrix;
-    } else {
-      continue;
-    }
+    auto p = proof.find(host);
+    if (p == proof.end() && transports.size() == 1) p = proof.find("");
+    if (p == proof.end()) continue;
     hosts.push_back(host);
-    if (source.empty()) source = proof.first;
+    if (source.empty()) source = p->second.first;
     ev.push_back(shm_line[host]->evidence);
-    ev.push_back(proof.second);
+    ev.push_back(p->second.second);
   }
   if (hosts.empty()) return;
   Emit(c, {}, {}, Vars{{"value", "via SHM, no P2P channel"}, {"source", source}}, "topology", ev, &hosts);

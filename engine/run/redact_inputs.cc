@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/io/replace_file.h"
 #include "engine/io/source.h"
 #include "engine/run/analyze.h"
 #include "engine/run/redact.h"
@@ -69,16 +70,6 @@ int OpenCopy(const std::string& path, std::string* err) {
            (errno == ELOOP ? std::string("is a symbolic link; not written through it") : std::strerror(errno));
   }
   return fd;
-}
-
-bool WriteAll(int fd, std::string_view s) {
-  while (!s.empty()) {
-    const ssize_t n = ::write(fd, s.data(), s.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 }  // namespace
