@@ -10,11 +10,16 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#if NCCLSCAN_MICRO_HYPERSCAN
+#include <hs/hs.h>
+#endif
 
 #include "parsers/line_parser.h"
 #include "rules/rule_loader.h"
@@ -99,6 +104,109 @@ void BM_Prefilter(benchmark::State& state) {
   SetCounters(state);
 }
 BENCHMARK(BM_Prefilter);
+
+#if NCCLSCAN_MICRO_HYPERSCAN
+// The same atoms through Hyperscan (literal mode, caseless, one report per
+// atom per scan): the production multi-literal matcher that issue 22 asks to
+// measure against LiteralMatcher. Two ways to use it: one scan per line's
+// prefilter text (what Match() needs: the atoms of that line), and one scan of
+// the whole input (the floor: no per-call cost, no line attribution).
+struct HsDb {
+  hs_database_t* db = nullptr;
+  hs_scratch_t* scratch = nullptr;
+  explicit HsDb(unsigned extra_flags) {
+    const ncclscan::LiteralMatcher& m = g_rules->matcher();
+    std::vector<const char*> exprs;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, ids;
+    for (size_t i = 0; i < m.size(); ++i) {
+      const std::string& a = m.atom(static_cast<int>(i));
+      if (a.empty()) continue;
+      exprs.push_back(a.data());
+      lens.push_back(a.size());
+      flags.push_back(HS_FLAG_CASELESS | extra_flags);
+      ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(exprs.data(), flags.data(), ids.data(), lens.data(), static_cast<unsigned>(exprs.size()),
+                             HS_MODE_BLOCK, nullptr, &db, &err) != HS_SUCCESS) {
+      std::fprintf(stderr, "hyperscan: %s\n", err ? err->message : "compile failed");
+      std::exit(2);
+    }
+    hs_alloc_scratch(db, &scratch);
+  }
+  ~HsDb() {
+    hs_free_scratch(scratch);
+    hs_free_database(db);
+  }
+};
+
+int OnHsMatch(unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
+  static_cast<std::vector<int>*>(ctx)->push_back(static_cast<int>(id));
+  return 0;
+}
+
+void BM_PrefilterHyperscanPerLine(benchmark::State& state) {
+  HsDb hs(HS_FLAG_SINGLEMATCH);  // FindAll reports each atom once per line too
+  ncclscan::LineParser parser;
+  ncclscan::Arena arena;
+  std::vector<std::string_view> texts;
+  for (std::string_view l : g_lines) {
+    parser.ParseEach(l, &arena, [&](ncclscan::ParsedLine& pl, int) {
+      if (!pl.binary) texts.push_back(ncclscan::RuleSet::PrefilterText(pl));
+    });
+  }
+  std::vector<int> ids;
+  size_t found = 0;
+  for (auto _ : state) {
+    for (std::string_view t : texts) {
+      ids.clear();
+      hs_scan(hs.db, t.data(), static_cast<unsigned>(t.size()), 0, hs.scratch, OnHsMatch, &ids);
+      found += ids.size();
+    }
+  }
+  benchmark::DoNotOptimize(found);
+  SetCounters(state);
+}
+BENCHMARK(BM_PrefilterHyperscanPerLine);
+
+// What each matcher costs to build over the rule set's atoms: paid once per run,
+// before the first line (LiteralMatcher is built twice: every rule, and the
+// rules that admit NCCL INFO lines).
+void BM_BuildLiteralMatcher(benchmark::State& state) {
+  const ncclscan::LiteralMatcher& m = g_rules->matcher();
+  for (auto _ : state) {
+    ncclscan::LiteralMatcher copy;
+    for (size_t i = 0; i < m.size(); ++i) copy.Add(m.atom(static_cast<int>(i)));
+    copy.Build();
+    benchmark::DoNotOptimize(copy.size());
+  }
+}
+BENCHMARK(BM_BuildLiteralMatcher)->Unit(benchmark::kMillisecond);
+
+void BM_BuildHyperscan(benchmark::State& state) {
+  for (auto _ : state) {
+    HsDb hs(HS_FLAG_SINGLEMATCH);
+    benchmark::DoNotOptimize(hs.db);
+  }
+}
+BENCHMARK(BM_BuildHyperscan)->Unit(benchmark::kMillisecond);
+
+void BM_PrefilterHyperscanWholeInput(benchmark::State& state) {
+  HsDb hs(0);
+  std::vector<int> ids;
+  size_t found = 0;
+  for (auto _ : state) {
+    ids.clear();
+    // Every occurrence (no SINGLEMATCH), as attributing atoms to lines would need.
+    hs_scan(hs.db, g_input.data(), static_cast<unsigned>(g_input.size()), 0, hs.scratch, OnHsMatch, &ids);
+    found += ids.size();
+  }
+  benchmark::DoNotOptimize(found);
+  SetCounters(state);
+}
+BENCHMARK(BM_PrefilterHyperscanWholeInput);
+#endif
 
 // What the parallel pipeline stage does per line: parse, prefilter, RE2/fields.
 void BM_ParseAndMatch(benchmark::State& state) {

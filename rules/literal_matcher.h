@@ -34,6 +34,7 @@ class LiteralMatcher {
   int Add(std::string_view atom);
   void Build();
   size_t size() const { return atoms_.size(); }
+  const std::string& atom(int id) const { return atoms_[id]; }
 
   // Appends the ids of atoms found in text (each at most once) to *ids.
   // `seen` is caller scratch; entries are reset before returning.

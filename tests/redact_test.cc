@@ -75,6 +75,22 @@ TEST(Redact, UsersJobsAndWhatMustStay) {
   EXPECT_EQ(redacted.find("gpu-node-7"), std::string::npos);
 }
 
+// A container id is 64 hex digits whatever its first one is: one starting with
+// a digit was taken for a number (a job id) and kept.
+TEST(Redact, ContainerIdsStartingWithADigitAreReplaced) {
+  Redactor r = Make();
+  const std::string digit = "31220f55a46a945720cae03241b0a6faf40c473a7d3a464342f734622cdbbd79";
+  const std::string letter = "f793843b19dda2930e6292324081e3dc09bd59442b903c62892ba0c2ad6d8341";
+  for (const std::string& id : {digit, letter}) {
+    const std::string out = r.Redact("cpuset=/docker/" + id + " container " + id + " is up");
+    EXPECT_EQ(out.find(id), std::string::npos) << out;
+    EXPECT_EQ(out.size(), std::string("cpuset=/docker/ container  is up").size() + 2 * 64) << out;
+  }
+  // Numbers and hex words of other lengths stay: counts, pointers, opCounts.
+  const std::string keep = "opCount 3f2 sendbuff 0x7f2a4c000000 count 262144 datatype 7 [nranks=64] 1234567";
+  EXPECT_EQ(r.Redact(keep), keep);
+}
+
 }  // namespace
 }  // namespace ncclscan
 

@@ -125,9 +125,14 @@ std::string Redactor::Digest(int kind, std::string_view value) const {
   return Sha256Hex(in);
 }
 
-std::string Redactor::Pseudonym(int kind, std::string_view value) {
+const std::string& Redactor::Pseudonym(int kind, std::string_view value) {
+  // A file's lines repeat one host name: the last value's pseudonym, without the map.
+  if (last_.p != nullptr && last_.p->first == value) return last_.p->second;
   auto it = mapping_.find(value);
-  if (it != mapping_.end()) return it->second;
+  if (it != mapping_.end()) {
+    last_ = &*it;
+    return it->second;
+  }
   const std::string d = Digest(kind, value);
   auto byte = [&](int i) { return static_cast<int>(std::stoul(d.substr(2 * i, 2), nullptr, 16)); };
   std::string p;
@@ -180,9 +185,9 @@ std::string Redactor::Pseudonym(int kind, std::string_view value) {
       break;
     }
   }
-  mapping_.emplace(std::string(value), p);
   kinds_.emplace(std::string(value), kKindNames[kind]);
-  return p;
+  last_ = &*mapping_.emplace(std::string(value), std::move(p)).first;
+  return last_.p->second;
 }
 
 namespace {
@@ -288,14 +293,16 @@ void Redactor::Redact(std::string_view in, std::string* out) {
   auto replace = [&](size_t at, size_t len, int kind) {
     out->append(in.data() + pos, at - pos);
     const std::string_view v = in.substr(at, len);
-    std::string ps = Pseudonym(kind, v);
     if (same_length_) {
       // A binary file (a Flight Recorder pickle) keeps every length it encodes.
+      std::string ps = Pseudonym(kind, v);
       if (ps.size() > len) ps.resize(len);
       const std::string pad = Digest(kind, v);
       for (size_t k = 0; ps.size() < len; ++k) ps += pad[k % pad.size()];
+      out->append(ps);
+    } else {
+      out->append(Pseudonym(kind, v));
     }
-    out->append(ps);
     pos = at + len;
     ++replaced_;
   };
@@ -313,6 +320,14 @@ void Redactor::Redact(std::string_view in, std::string* out) {
     // no '@' touches is nothing to replace: most of a log.
     if (!(seen & (kDigitC | kPunct)) && !first_char_[static_cast<unsigned char>(in[i])] &&
         !(i > 0 && in[i - 1] == '@') && !(j < n && in[j] == '@') && !(i > 0 && in[i - 1] == '/')) {
+      i = j;
+      continue;
+    }
+    // A number or a hex word with no '.' or ':' (a count, a pointer, an opCount;
+    // most of a COLL trace) is no address; only a job id can hide in it (after
+    // "SLURM_JOB_ID=" and the like, or a learned one of five digits or more), or
+    // a container id (64 hex digits).
+    if (!(seen & kPunct) && IsDigit(in[i]) && in[i - (i > 0)] != '=' && (jobs_.empty() || j - i < 5) && j - i != 64) {
       i = j;
       continue;
     }
@@ -349,6 +364,8 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         replace(p, part.size(), kIp4);
       } else if (size_t v4 = Ipv4Prefix(part)) {
         replace(p, v4, kIp4);  // "192.168.11.119.kern.log": an address a file is named after
+      } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), IsHexDigit)) {
+        replace(p, part.size(), kContainer);  // before numbers: an id may start with a digit
       } else if (IsDigit(part[0])) {
         // A job id: learned ones as numbers of their own ("9411285.0"), any after "StepId=".
         size_t d = 0;
@@ -358,8 +375,6 @@ void Redactor::Redact(std::string_view in, std::string* out) {
             pb == '=' &&
             EndsWithAny(in.substr(0, p), {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_ARRAY_JOB_ID=", "StepId=", "JobId="});
         if ((job_word || (d >= 5 && jobs_.count(digits))) && (d == part.size() || part[d] == '.')) replace(p, d, kJob);
-      } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), IsHexDigit)) {
-        replace(p, part.size(), kContainer);
       } else {
         // A host: the part up to its first '.', or that without a short NIC suffix ("-ib").
         const bool home = pb == '/' && EndsWithAny(in.substr(0, p), {"/home/", "/Users/"});

@@ -14,6 +14,7 @@
 #define NCCLSCAN_ENGINE_STATE_JOB_STATE_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -203,7 +204,16 @@ class JobState {
   // Per file: the values `remember:` rules kept, by slot (RuleSet::remembered()),
   // one slot per remembered name from the file's first line.
   std::vector<std::vector<std::string>> remembered_;
-  int last_process_ = -1;  // cache for ProcessSubject
+  // ProcessSubject's cache: the subject of a pid, by a hash of the pid (host
+  // checked on use). Interleaved streams (srun -l, one file of every rank)
+  // switch process on nearly every line; the subject map compares host names.
+  static constexpr int kProcessCacheSlots = 256;
+  std::array<int, kProcessCacheSlots> process_cache_ = EmptyProcessCache();
+  static std::array<int, kProcessCacheSlots> EmptyProcessCache() {
+    std::array<int, kProcessCacheSlots> a;
+    a.fill(-1);
+    return a;
+  }
 };
 
 // "0-3,5,7-9"

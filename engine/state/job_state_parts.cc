@@ -48,7 +48,7 @@ void JobState::Absorb(JobState&& later) {
   findings_.Absorb(std::move(later.findings_), r);
   dumps_.Absorb(std::move(later.dumps_), &counters_);
   counters_.Add(later.counters_);
-  last_process_ = -1;
+  process_cache_ = EmptyProcessCache();
 }
 
 }  // namespace ncclscan

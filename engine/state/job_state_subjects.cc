@@ -10,18 +10,19 @@
 namespace ncclscan {
 
 int JobState::ProcessSubject(std::string_view host, int64_t pid) {
-  // Consecutive lines nearly always come from the same process: skip the map.
-  if (last_process_ >= 0 && subjects_.all[last_process_].pid == pid && subjects_.all[last_process_].host == host) {
-    return last_process_;
-  }
+  const size_t slot = (static_cast<uint64_t>(pid) * 0x9E3779B97F4A7C15ull) >> 56;
+  const int cached = process_cache_[slot];
+  if (cached >= 0 && subjects_.all[cached].pid == pid && subjects_.all[cached].host == host) return cached;
   const SubjectKeyView key = SubjectKey::Process(host, pid);
-  const int found = subjects_.Find(key);
-  if (found >= 0) return last_process_ = found;
-  Subject s;
-  s.host = std::string(host);
-  s.pid = pid;
-  int idx = NewSubject(key, std::move(s));
-  return subjects_.all[idx].pid == pid ? last_process_ = idx : idx;
+  int idx = subjects_.Find(key);
+  if (idx < 0) {
+    Subject s;
+    s.host = std::string(host);
+    s.pid = pid;
+    idx = NewSubject(key, std::move(s));
+  }
+  if (subjects_.all[idx].pid == pid) process_cache_[slot] = idx;  // not the subject past the cap
+  return idx;
 }
 
 int JobState::RankSubject(int rank) {
