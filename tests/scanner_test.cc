@@ -438,6 +438,45 @@ TEST(Scanner, FoldedRunsLeaveTheSameStateAsLineByLine) {
   }
 }
 
+// One srun -l file interleaves every rank's lines (here with srun's labels,
+// then without, 140 processes on 18 hosts): a run stays open per process
+// while others' lines come between. Each process's lines must still apply in
+// their order: its own Init line closes its run (the comm pointer it names
+// translates the COLL keys after it, not before), a line of no process closes
+// every run, and more processes than open runs close the oldest.
+TEST(Scanner, InterleavedProcessesFoldLikeLineByLine) {
+  TempDir dir;
+  std::string s;
+  const int kProcs = 140;  // more than the folder keeps open at once
+  for (int i = 0; i < 3000; ++i) {
+    const int proc = (i * 7919) % (i < 1500 ? 6 : kProcs);
+    const std::string label = i < 1500 ? std::to_string(proc) + ": " : "";  // then only the pid tells them apart
+    const std::string host = "gpu-node-" + std::to_string(proc / 8) + ":" + std::to_string(1000 + proc) + ":" +
+                             std::to_string(1000 + proc) + " [" + std::to_string(proc % 8) + "] NCCL INFO ";
+    char op[16];
+    std::snprintf(op, sizeof op, "%x", (i / 6) % 50 + (i % 4 == 3 ? 0 : 1));
+    s += label + host + "AllReduce: opCount " + op + " sendbuff 0x7f count " + std::to_string(8 << (i % 3)) +
+         " datatype 7 op 0 root 0 comm 0x55" + std::to_string(proc % 4) + " [nranks=" + std::to_string(kProcs) +
+         "] stream 0x1\n";
+    if (i % 500 == 250) {
+      s += label + host + "ncclCommInitRank comm 0x55" + std::to_string(proc % 4) + " rank " + std::to_string(proc) +
+           " nranks " + std::to_string(kProcs) + " cudaDev 0 nvmlDev 0 busId 1b000 commId 0xfeed - Init COMPLETE\n";
+    }
+    if (i % 97 == 0) s += label + "step " + std::to_string(i) + " | loss 2.31\n";
+    if (i % 131 == 0) s += label + host + "Using network IB\n";
+  }
+  std::string path = dir.Write("job.log", s);
+  for (size_t chunk : {size_t{1} << 20, size_t{97}, size_t{4096}}) {
+    ScanOptions folded, plain;
+    folded.chunk_size = plain.chunk_size = chunk;
+    plain.fold = false;
+    Analysis a = Analyze(Rules(), {path}, folded);
+    Analysis b = Analyze(Rules(), {path}, plain);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*b.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*b.state, b.diagnosis)) << "chunk " << chunk;
+  }
+}
+
 std::string Gzip(const std::string& data) {
   std::string out(compressBound(data.size()) + 64, '\0');
   z_stream zs{};

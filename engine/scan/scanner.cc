@@ -5,6 +5,7 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -31,42 +32,50 @@ using scan_detail::LineEvent;
 using scan_detail::MatchEvent;
 using scan_detail::ProcessNote;
 
-// Builds the folded runs of one chunk (see FoldEntry).
+// Builds the folded runs of one chunk (see FoldEntry): consecutive lines of one
+// process that one foldable rule matches become one event. A run stays open
+// while other processes' lines come between (one srun -l file interleaves
+// every rank's lines): facts are per subject, and a subject's lines still apply
+// in their order, since any other line of that process closes its run first.
+// A line without a process (no NCCL header) closes every run. Run events take
+// their first line's place among the chunk's events (ParseChunk sorts them).
 class Folder {
  public:
   Folder(const RuleSet& rules, Chunk* c) : rules_(rules), c_(c) {}
 
   // Takes the single match of line `index` if its rule folds; false if the
-  // caller must record it as a plain event (the run, if any, is then closed).
+  // caller must record it as a plain event (the line's process's run, if any,
+  // is then closed).
   bool Add(const ParsedLine& pl, uint32_t index, const MatchEvent& me) {
     const CompiledRule& r = rules_.rules()[me.rule];
     if (!r.foldable || pl.host.empty() || pl.pid < 0 || !FieldsFit(r)) {
-      Flush();
+      FlushFor(pl);
       return false;
     }
-    if (me.rule != rule_ || !SameText(pl.host, first_.host) || pl.pid != first_.pid ||
-        pl.rank_hint != first_.rank_hint || pending_.size() >= kMaxEntries) {
-      Flush();
-      rule_ = me.rule;
-      first_ = pl;
-      first_index_ = index;
+    Run& run = RunOf(pl);
+    if (run.lines > 0 && (me.rule != run.rule || run.pending.size() >= kMaxEntries)) Flush(&run);
+    if (run.lines == 0) {
+      run.rule = me.rule;
+      run.first = pl;
+      run.first_index = index;
     }
-    ++lines_;
+    ++run.lines;
     const MatchVars var{r, c_->groups.data() + me.group_begin, me.num_groups};
     for (const CompiledFact& cf : r.facts) {
       const FactSpec& spec = rules_.facts()[cf.fact];
       std::string_view key = spec.keyed ? Stable(var.Render(cf.key, &buf_)) : std::string_view();
       std::string_view value = Stable(var.Render(cf.value, &buf_));
       FoldEntry* e = nullptr;
-      for (FoldEntry& x : pending_) {
+      for (FoldEntry& x : run.pending) {
         if (x.fact == cf.fact && SameText(x.key, key)) {
           e = &x;
           break;  // one entry per (fact, key)
         }
       }
       if (!e) {
-        pending_.push_back(FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time, pl.src_file, pl.src_line, {}, 0});
-        KeepFields(cf, var, &pending_.back());
+        run.pending.push_back(
+            FoldEntry{cf.fact, key, value, 1, index, pl.text, pl.time, pl.src_file, pl.src_line, {}, 0});
+        KeepFields(cf, var, &run.pending.back());
         continue;
       }
       ++e->count;
@@ -83,21 +92,75 @@ class Folder {
     return true;
   }
 
-  void Flush() {
-    if (lines_ == 0) return;
-    uint32_t begin = static_cast<uint32_t>(c_->fold_entries.size());
-    c_->fold_entries.insert(c_->fold_entries.end(), pending_.begin(), pending_.end());
-    c_->folds.push_back(FoldedRun{lines_, begin, static_cast<uint32_t>(c_->fold_entries.size())});
-    LineEvent ev{first_, first_index_, 0, 0};
-    ev.fold = static_cast<int32_t>(c_->folds.size()) - 1;
-    c_->events.push_back(ev);
-    pending_.clear();
-    lines_ = 0;
-    rule_ = -1;
+  // Closes the runs a plain event of `pl` must follow: its process's, or
+  // every run when the line names no process.
+  void FlushFor(const ParsedLine& pl) {
+    const bool process = !pl.host.empty() && pl.pid >= 0;
+    for (Run& run : runs_) {
+      if (run.lines > 0 && (!process || SameProcess(run, pl))) Flush(&run);
+    }
+  }
+
+  void FlushAll() {
+    for (Run& run : runs_) Flush(&run);
   }
 
  private:
   static constexpr size_t kMaxEntries = 32;
+  static constexpr size_t kMaxRuns = 128;  // open at once; past it the oldest closes
+
+  struct Run {
+    int rule = -1;
+    ParsedLine first;
+    uint32_t first_index = 0;
+    uint32_t lines = 0;
+    std::vector<FoldEntry> pending;
+  };
+
+  static bool SameProcess(const Run& run, const ParsedLine& pl) {
+    return run.first.pid == pl.pid && run.first.rank_hint == pl.rank_hint && SameText(run.first.host, pl.host);
+  }
+
+  // The run of pl's process (its srun label too), opened if none is.
+  Run& RunOf(const ParsedLine& pl) {
+    // A hint by pid first: interleaved lines switch process on every line.
+    uint16_t& hint = hint_[(static_cast<uint64_t>(pl.pid) * 0x9E3779B97F4A7C15ull + pl.rank_hint) >> 56];
+    if (hint < runs_.size() && runs_[hint].lines > 0 && SameProcess(runs_[hint], pl)) return runs_[hint];
+    size_t free = runs_.size(), oldest = runs_.size();
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      if (runs_[i].lines == 0) {
+        if (free == runs_.size()) free = i;
+      } else if (SameProcess(runs_[i], pl)) {
+        hint = static_cast<uint16_t>(i);
+        return runs_[i];
+      } else if (oldest == runs_.size() || runs_[i].first_index < runs_[oldest].first_index) {
+        oldest = i;
+      }
+    }
+    if (free == runs_.size()) {
+      if (runs_.size() < kMaxRuns) {
+        runs_.emplace_back();
+      } else {
+        Flush(&runs_[oldest]);
+        free = oldest;
+      }
+    }
+    hint = static_cast<uint16_t>(free);
+    return runs_[free];
+  }
+
+  void Flush(Run* run) {
+    if (run->lines == 0) return;
+    uint32_t begin = static_cast<uint32_t>(c_->fold_entries.size());
+    c_->fold_entries.insert(c_->fold_entries.end(), run->pending.begin(), run->pending.end());
+    c_->folds.push_back(FoldedRun{run->lines, begin, static_cast<uint32_t>(c_->fold_entries.size())});
+    LineEvent ev{run->first, run->first_index, 0, 0};
+    ev.fold = static_cast<int32_t>(c_->folds.size()) - 1;
+    c_->events.push_back(ev);
+    run->pending.clear();
+    run->lines = 0;
+    run->rule = -1;
+  }
 
   static bool FieldsFit(const CompiledRule& r) {
     for (const CompiledFact& cf : r.facts) {
@@ -119,11 +182,8 @@ class Folder {
 
   const RuleSet& rules_;
   Chunk* c_;
-  int rule_ = -1;
-  ParsedLine first_;
-  uint32_t first_index_ = 0;
-  uint32_t lines_ = 0;
-  std::vector<FoldEntry> pending_;
+  std::vector<Run> runs_;
+  std::array<uint16_t, 256> hint_{};  // by a hash of pid and label: a run index to try first
   std::string buf_;
 };
 
@@ -329,7 +389,7 @@ void MatchLine(const RuleSet& rules, bool fold, const ParsedLine& pl, uint32_t i
     c->matches.resize(mbegin);
     return;
   }
-  folder->Flush();
+  folder->FlushFor(pl);
   c->events.push_back(LineEvent{pl, index, mbegin, mend});
   c->events.back().orphan = orphan;
 }
@@ -401,7 +461,10 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   ParseRankLines(c);
   c->all_leading = leading;
   c->end_list = c->parser.list_context();
-  folder.Flush();
+  folder.FlushAll();
+  // A run's event was added when the run closed: back to its first line's place.
+  std::stable_sort(c->events.begin(), c->events.end(),
+                   [](const LineEvent& a, const LineEvent& b) { return a.line_index < b.line_index; });
   if (c->overlong) c->counters.overlong_lines++;
   c->lines = index;
 }
