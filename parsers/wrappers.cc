@@ -277,6 +277,23 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
+// A log export's severity column before its ISO timestamp: Google Cloud Logging
+// "ERROR 2025-04-05T00:01:19.509514570Z ", shippers' "INFO 2025-04-05 00:01:19 ".
+// The severity is the exporter's, not the line's: it is dropped with the time.
+Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out) {
+  static constexpr std::string_view kSeverities[] = {"DEFAULT ", "DEBUG ", "INFO ",  "NOTICE ",   "WARNING ",
+                                                     "WARN ",    "ERROR ", "ALERT ", "CRITICAL ", "EMERGENCY "};
+  if (s->size() < 25 || (*s)[0] < 'A' || (*s)[0] > 'W') return Strip::kNotThis;
+  for (std::string_view sev : kSeverities) {
+    if (!StartsWith(*s, sev)) continue;
+    std::string_view t = s->substr(sev.size());
+    if (StripIsoTimestamp(&t, out) != Strip::kStripped) return Strip::kNotThis;
+    *s = t;
+    return Strip::kStripped;
+  }
+  return Strip::kNotThis;
+}
+
 // A bare time of day "18:11:06.680 " (console loggers, `ts`): no date, so no
 // time is kept. Without a fraction "HH:MM:SS " could be a numeric host's
 // "host:pid:tid [dev]" NCCL header, so then it must not be followed by '['.
@@ -565,8 +582,8 @@ Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
 // "3: ", a path before pdsh's "host: ").
 using WrapperStripper = Strip (*)(std::string_view*, ParsedLine*);
 constexpr WrapperStripper kWrapperKinds[] = {
-    StripMarkdownQuote, StripIsoTimestamp,  StripTimeOfDay,    StripKaggleTiming, StripSrunLabel, StripBracketed,
-    StripRayPrefix,     StripSyslogOrCtime, StripKernFacility, StripGrepPrefix,   StripPdshHost,
+    StripMarkdownQuote, StripIsoTimestamp, StripSeverityTimestamp, StripTimeOfDay,    StripKaggleTiming, StripSrunLabel,
+    StripBracketed,     StripRayPrefix,    StripSyslogOrCtime,     StripKernFacility, StripGrepPrefix,   StripPdshHost,
 };
 
 }  // namespace

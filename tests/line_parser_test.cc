@@ -230,6 +230,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"kaggle", "704.7s\t1461\ttorch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
              Family::kElastic, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"},
         Case{"tool_lineno", std::string("[1830] ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"cloud_logging",
+             "ERROR 2025-04-05T00:01:19.509514570Z torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+             Family::kElastic, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", nullptr, -1, -2,
+             -2, -2, nullptr, nullptr, -2, /*timed=*/true},
+        Case{"shipper_severity", "INFO 2025-04-05 00:01:19 torch.distributed.DistBackendError: NCCL error",
+             Family::kTorch, "torch.distributed.DistBackendError: NCCL error", nullptr, -1, -2, -2, -2, nullptr,
+             nullptr, -2, /*timed=*/true},
         Case{"stacked", std::string("logs/all.log:12: 3: [default3]:") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, 3, 3, nullptr, "logs/all.log", 12}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
