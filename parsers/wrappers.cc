@@ -437,6 +437,25 @@ bool StripToolLineNumber(std::string_view* s, size_t close, ParsedLine*) {
   return true;
 }
 
+// A bracketed ISO timestamp with its 'T' "[2024-02-27T21:35:28.705869Z] "
+// (Determined): the whole bracket is the time. The space-separated form
+// "[2024-07-25 06:36:18,293] " is torchrun's logger header, which the elastic
+// parser reads whole.
+bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out) {
+  std::string_view t = *s;
+  if (!(close >= 20 && close + 1 < t.size() && t[close + 1] == ' ' && IsDigit(t[1]) && t[11] == 'T')) return false;
+  std::string_view inner = t.substr(1, close - 1);
+  int16_t year = 0;
+  const double ts = ConsumeIsoTimestamp(&inner, &year);
+  if (!(ts >= 0 && inner.empty())) return false;
+  if (out->time < 0) {
+    out->time = ts;
+    out->year = year;
+  }
+  s->remove_prefix(close + 2);
+  return true;
+}
+
 // A line that starts with '[' has one of the bracketed forms or no wrapper.
 Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
@@ -444,12 +463,35 @@ Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   size_t close = t.find(']');
   if (close == std::string_view::npos || close >= 64) return Strip::kNoWrapper;
   using BracketForm = bool (*)(std::string_view*, size_t, ParsedLine*);
-  static constexpr BracketForm kForms[] = {StripMpiTagOutput, StripRankPrefix, StripKubectlPrefix, StripToolLineNumber,
-                                           StripKernelStamp};
+  static constexpr BracketForm kForms[] = {StripMpiTagOutput,   StripRankPrefix,  StripKubectlPrefix,
+                                           StripToolLineNumber, StripKernelStamp, StripBracketedIsoTime};
   for (BracketForm strip : kForms) {
     if (strip(s, close, out)) return Strip::kStripped;
   }
   return Strip::kNoWrapper;
+}
+
+// Determined's trial logs: after the time, the allocation's id, the rank of a
+// worker's line and "|| ": "fa88a9df [rank=2] || ", "fa88a9df || " (the agent).
+Strip StripDeterminedId(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  size_t k = 0;
+  while (k < t.size() && k < 64 && IsHexDigit(t[k])) ++k;
+  if (k < 8 || k >= t.size() || t[k] != ' ') return Strip::kNotThis;
+  std::string_view r = t.substr(k + 1);
+  int rank = -1;
+  if (ConsumePrefix(&r, "[rank=")) {
+    int64_t v;
+    if (ConsumeIntBelow(&r, kMaxRanks, &v) != IntParse::kOk || !ConsumePrefix(&r, "] ")) return Strip::kNotThis;
+    rank = static_cast<int>(v);
+  }
+  if (!ConsumePrefix(&r, "|| ") && r != "||") return Strip::kNotThis;
+  if (rank >= 0 && out->rank_hint < 0) {
+    out->rank_hint = rank;
+    out->rank_hint_is_label = false;
+  }
+  *s = r == "||" ? r.substr(2) : r;
+  return Strip::kStripped;
 }
 
 // Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; a line
@@ -582,8 +624,9 @@ Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
 // "3: ", a path before pdsh's "host: ").
 using WrapperStripper = Strip (*)(std::string_view*, ParsedLine*);
 constexpr WrapperStripper kWrapperKinds[] = {
-    StripMarkdownQuote, StripIsoTimestamp, StripSeverityTimestamp, StripTimeOfDay,    StripKaggleTiming, StripSrunLabel,
-    StripBracketed,     StripRayPrefix,    StripSyslogOrCtime,     StripKernFacility, StripGrepPrefix,   StripPdshHost,
+    StripMarkdownQuote, StripIsoTimestamp, StripSeverityTimestamp, StripTimeOfDay, StripKaggleTiming,
+    StripSrunLabel,     StripBracketed,    StripDeterminedId,      StripRayPrefix, StripSyslogOrCtime,
+    StripKernFacility,  StripGrepPrefix,   StripPdshHost,
 };
 
 }  // namespace
