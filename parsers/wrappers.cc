@@ -244,54 +244,18 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np) {
 
 namespace {
 
-using wrappers_internal::StripHostKernel;
+using wrappers_internal::StripBracketedIsoTime;
+using wrappers_internal::StripDeterminedId;
+using wrappers_internal::StripIsoTimestamp;
 using wrappers_internal::StripKernelStamp;
 using wrappers_internal::StripKernFacility;
+using wrappers_internal::StripSeverityTimestamp;
 
 // Markdown quoting.
 Strip StripMarkdownQuote(std::string_view* s, ParsedLine*) {
   if (!StartsWith(*s, "> ")) return Strip::kNotThis;
   s->remove_prefix(2);
   return Strip::kStripped;
-}
-
-// ISO timestamps (shippers, kubectl --timestamps, CRI files "… stdout F ").
-Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
-  std::string_view t = *s;
-  if (!(t.size() >= 19 && IsDigit(t[0]) && t[4] == '-')) return Strip::kNotThis;
-  std::string_view u = t;
-  int16_t year = 0;
-  double ts = ConsumeIsoTimestamp(&u, &year);
-  if (!(ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']'))) return Strip::kNotThis;
-  while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
-  if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
-    if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
-    }
-  }
-  if (out->time < 0) {
-    out->time = ts;
-    out->year = year;
-  }
-  *s = u;
-  StripHostKernel(s, out);
-  return Strip::kStripped;
-}
-
-// A log export's severity column before its ISO timestamp: Google Cloud Logging
-// "ERROR 2025-04-05T00:01:19.509514570Z ", shippers' "INFO 2025-04-05 00:01:19 ".
-// The severity is the exporter's, not the line's: it is dropped with the time.
-Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out) {
-  static constexpr std::string_view kSeverities[] = {"DEFAULT ", "DEBUG ", "INFO ",  "NOTICE ",   "WARNING ",
-                                                     "WARN ",    "ERROR ", "ALERT ", "CRITICAL ", "EMERGENCY "};
-  if (s->size() < 25 || (*s)[0] < 'A' || (*s)[0] > 'W') return Strip::kNotThis;
-  for (std::string_view sev : kSeverities) {
-    if (!StartsWith(*s, sev)) continue;
-    std::string_view t = s->substr(sev.size());
-    if (StripIsoTimestamp(&t, out) != Strip::kStripped) return Strip::kNotThis;
-    *s = t;
-    return Strip::kStripped;
-  }
-  return Strip::kNotThis;
 }
 
 // A bare time of day "18:11:06.680 " (console loggers, `ts`): no date, so no
@@ -437,25 +401,6 @@ bool StripToolLineNumber(std::string_view* s, size_t close, ParsedLine*) {
   return true;
 }
 
-// A bracketed ISO timestamp with its 'T' "[2024-02-27T21:35:28.705869Z] "
-// (Determined): the whole bracket is the time. The space-separated form
-// "[2024-07-25 06:36:18,293] " is torchrun's logger header, which the elastic
-// parser reads whole.
-bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out) {
-  std::string_view t = *s;
-  if (!(close >= 20 && close + 1 < t.size() && t[close + 1] == ' ' && IsDigit(t[1]) && t[11] == 'T')) return false;
-  std::string_view inner = t.substr(1, close - 1);
-  int16_t year = 0;
-  const double ts = ConsumeIsoTimestamp(&inner, &year);
-  if (!(ts >= 0 && inner.empty())) return false;
-  if (out->time < 0) {
-    out->time = ts;
-    out->year = year;
-  }
-  s->remove_prefix(close + 2);
-  return true;
-}
-
 // A line that starts with '[' has one of the bracketed forms or no wrapper.
 Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
@@ -469,29 +414,6 @@ Strip StripBracketed(std::string_view* s, ParsedLine* out) {
     if (strip(s, close, out)) return Strip::kStripped;
   }
   return Strip::kNoWrapper;
-}
-
-// Determined's trial logs: after the time, the allocation's id, the rank of a
-// worker's line and "|| ": "fa88a9df [rank=2] || ", "fa88a9df || " (the agent).
-Strip StripDeterminedId(std::string_view* s, ParsedLine* out) {
-  std::string_view t = *s;
-  size_t k = 0;
-  while (k < t.size() && k < 64 && IsHexDigit(t[k])) ++k;
-  if (k < 8 || k >= t.size() || t[k] != ' ') return Strip::kNotThis;
-  std::string_view r = t.substr(k + 1);
-  int rank = -1;
-  if (ConsumePrefix(&r, "[rank=")) {
-    int64_t v;
-    if (ConsumeIntBelow(&r, kMaxRanks, &v) != IntParse::kOk || !ConsumePrefix(&r, "] ")) return Strip::kNotThis;
-    rank = static_cast<int>(v);
-  }
-  if (!ConsumePrefix(&r, "|| ") && r != "||") return Strip::kNotThis;
-  if (rank >= 0 && out->rank_hint < 0) {
-    out->rank_hint = rank;
-    out->rank_hint_is_label = false;
-  }
-  *s = r == "||" ? r.substr(2) : r;
-  return Strip::kStripped;
 }
 
 // Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; a line

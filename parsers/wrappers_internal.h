@@ -1,5 +1,5 @@
-// The pieces of parsers/wrappers.cc that its kernel-log part
-// (wrappers_kernel.cc) shares. Not for use outside parsers/.
+// The pieces of parsers/wrappers.cc that its kernel-log and platform parts
+// (wrappers_kernel.cc, wrappers_platform.cc) share. Not for use outside parsers/.
 #ifndef NCCLSCAN_PARSERS_WRAPPERS_INTERNAL_H_
 #define NCCLSCAN_PARSERS_WRAPPERS_INTERNAL_H_
 
@@ -27,6 +27,15 @@ Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out);
 void StripHostKernel(std::string_view* s, ParsedLine* out);
 bool StripKernelStamp(std::string_view* s, size_t close, ParsedLine* out);
 Strip StripKernFacility(std::string_view* s, ParsedLine* out);
+
+// Log platforms and exporters (wrappers_platform.cc): "2024-11-22T10:15:31.123Z "
+// and CRI's "… stdout F "; Google Cloud Logging's "ERROR 2025-04-05T00:01:19.5Z ";
+// a bracketed "[2024-02-27T21:35:28.705869Z] " (a bracketed form: `close` is the
+// index of the ']'); Determined's "fa88a9df [rank=2] || ".
+Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out);
+Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out);
+bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out);
+Strip StripDeterminedId(std::string_view* s, ParsedLine* out);
 
 }  // namespace ncclscan::wrappers_internal
 

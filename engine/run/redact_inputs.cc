@@ -1,6 +1,7 @@
 // RedactInputs (engine/run/redact.h): the inputs read twice, to learn the
 // names to hide and to write their redacted copies, each input on a thread.
 #include <fcntl.h>
+#include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "engine/io/replace_file.h"
 #include "engine/io/source.h"
@@ -79,23 +81,36 @@ namespace {
 // Reads the current member of `reader` in blocks of whole lines (a value is
 // never cut between two) and gives each to `use`; returns Read's last result.
 template <typename Use>
-ssize_t EachBlock(InputReader* reader, std::vector<char>* buf, uint64_t* bytes, std::string* err, Use&& use) {
-  std::string pending;
-  size_t from = 0;  // pending[from..] is not used yet
+ssize_t EachBlock(InputReader* reader, size_t block, uint64_t* bytes, std::string* err, Use&& use) {
+  // Read straight into the buffer's free tail (no copy from a block buffer,
+  // no zero-filling): buf[from, size) is read and not used yet.
+  size_t cap = 2 * block, size = 0, from = 0;
+  std::unique_ptr<char[]> buf(new char[cap]);
   ssize_t n;
-  while ((n = reader->Read(buf->data(), buf->size(), err)) > 0) {
-    *bytes += static_cast<uint64_t>(n);
-    if (from > 0 && from >= pending.size() / 2) {
-      pending.erase(0, from);
+  while (true) {
+    if (from > 0) {  // the unused tail (a line not ended yet) to the front
+      std::memmove(buf.get(), buf.get() + from, size - from);
+      size -= from;
       from = 0;
     }
-    pending.append(buf->data(), static_cast<size_t>(n));
-    const size_t nl = pending.rfind('\n');
-    if (nl == std::string::npos || nl < from) continue;
-    use(std::string_view(pending).substr(from, nl + 1 - from));
-    from = nl + 1;
+    if (cap - size < block) {  // a line longer than the buffer: grow it
+      cap = 2 * (size + block);
+      std::unique_ptr<char[]> bigger(new char[cap]);
+      std::memcpy(bigger.get(), buf.get(), size);
+      buf = std::move(bigger);
+    }
+    n = reader->Read(buf.get() + size, block, err);
+    if (n <= 0) break;
+    const std::string_view got(buf.get() + size, static_cast<size_t>(n));
+    size += static_cast<size_t>(n);
+    *bytes += static_cast<uint64_t>(n);
+    const size_t nl = got.rfind('\n');
+    if (nl == std::string_view::npos) continue;
+    const size_t end = static_cast<size_t>(got.data() - buf.get()) + nl + 1;
+    use(std::string_view(buf.get(), end));
+    from = end;
   }
-  use(std::string_view(pending).substr(from));
+  use(std::string_view(buf.get() + from, size - from));
   return n;
 }
 
@@ -114,35 +129,25 @@ struct InputOut {
 
 RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& paths, const RedactOptions& opts) {
   RedactResult res;
-  // The names to hide: what a scan of the same inputs learned...
-  Analysis a = Analyze(rules, paths, opts.scan);
+  // The names to hide: what a scan of the same inputs learned, and what only
+  // some lines say outright (a prompt's host, a home directory's user, a job
+  // id), hidden in every line: learned from the scan's own chunks as it reads
+  // them, one learner a thread (names are sets: the order they join in does
+  // not matter). The inputs are read once to learn and once to copy; the scan
+  // reads a pickle whole, not as chunks (its bytes say nothing of prompts or jobs).
+  oneapi::tbb::enumerable_thread_specific<Redactor> learners([&] { return Redactor(opts.key); });
+  ScanOptions scan = opts.scan;
+  scan.on_text = [&](std::string_view text) { learners.local().Learn(text); };
+  Analysis a = Analyze(rules, paths, scan);
   Redactor names(opts.key);
   names.AddHostsOf(*a.state);
+  for (const Redactor& l : learners) names.Absorb(l);
+  learners.clear();
   std::vector<std::string> walk_errors;
   const ExpandedInputs inputs = ExpandInputs(paths, opts.scan.globs, &walk_errors);
   for (const auto& e : walk_errors) res.errors.push_back(e);
   const std::vector<InputPath>& files = inputs.files;
   oneapi::tbb::task_arena arena(opts.scan.jobs > 0 ? opts.scan.jobs : oneapi::tbb::task_arena::automatic);
-  // ... and what only some lines say outright (a prompt's host, a home
-  // directory's user, a job id), hidden in every line: learned first, from
-  // every input, one learner per thread, joined in input order.
-  std::vector<Redactor> learned;
-  learned.reserve(files.size());
-  for (size_t i = 0; i < files.size(); ++i) learned.emplace_back(opts.key);
-  arena.execute([&] {
-    oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
-      std::vector<char> buf(1 << 16);
-      uint64_t bytes = 0;
-      std::string err, name;
-      std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
-      while (reader && reader->NextMember(&name, &err)) {
-        if (LooksBinary(reader->Head())) continue;  // a pickle's bytes say nothing of prompts or jobs
-        EachBlock(reader.get(), &buf, &bytes, &err, [&](std::string_view b) { learned[i].Learn(b); });
-      }
-    });
-  });
-  for (const Redactor& l : learned) names.Absorb(l);
-  learned.clear();
   // The copies, each input by a redactor of its own (pseudonyms are a
   // function of the key and the value: every redactor gives the same).
   std::vector<InputOut> outs(files.size());
@@ -153,7 +158,6 @@ RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& 
     oneapi::tbb::parallel_for(size_t{0}, files.size(), [&](size_t i) {
       InputOut& o = outs[i];
       Redactor& r = workers[i];
-      std::vector<char> buf(1 << 16);
       std::string err;
       std::unique_ptr<InputReader> reader = InputReader::Open(files[i], &opts.scan.globs, &err);
       if (!reader) {
@@ -177,7 +181,7 @@ RedactResult RedactInputs(const RuleSet& rules, const std::vector<std::string>& 
         r.set_same_length(LooksBinary(head));
         std::string redacted;
         bool wrote = true;
-        const ssize_t n = EachBlock(reader.get(), &buf, &o.bytes, &err, [&](std::string_view b) {
+        const ssize_t n = EachBlock(reader.get(), size_t{1} << 16, &o.bytes, &err, [&](std::string_view b) {
           redacted.clear();
           r.Redact(b, &redacted);
           wrote = WriteAll(fd, redacted) && wrote;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/io/source.h"
@@ -48,6 +49,10 @@ struct ScanOptions {
   // Analyze once they are known. Null: not counted. Results never depend on it.
   std::atomic<uint64_t>* progress_bytes = nullptr;
   std::atomic<uint64_t>* progress_total = nullptr;
+  // Called with each chunk's text (decoded, whole lines) from the parallel
+  // stage, on several threads at once and in no order: a reader of the raw
+  // text (redact's Learn) rides on the scan's read. Results never depend on it.
+  std::function<void(std::string_view)> on_text;
 };
 
 // progress_total before Analyze has measured the inputs.
