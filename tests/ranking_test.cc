@@ -52,6 +52,12 @@ const Row kRows[] = {
     {"root causes before context",
      {"B-ROOT", Severity::kWarning, Role::kRoot, 0.5, false},
      {"A-CONTEXT", Severity::kWarning, Role::kContext, 1.0, false}},
+    {"a context warning (background) goes after what sets the verdict, even an info root",
+     {"B-STORY", Severity::kInfo, Role::kRoot, 0.5, false},
+     {"A-CONTEXT", Severity::kWarning, Role::kContext, 1.0, false}},
+    {"a context error is no background: severity orders it",
+     {"B-CONTEXT", Severity::kError, Role::kContext, 0.5, false},
+     {"A-WARNING", Severity::kWarning, Role::kRoot, 1.0, false}},
     {"then the more confident",
      {"B-SURE", Severity::kWarning, Role::kRoot, 0.9, false},
      {"A-UNSURE", Severity::kWarning, Role::kRoot, 0.6, false}},
@@ -81,6 +87,15 @@ TEST(Ranking, PrimaryIsTheFirstAtWarningOrAbove) {
   // Context alone names no primary: a healthy run's notes are not its problem.
   std::vector<Finding> healthy = {Make({"NOTE", Severity::kInfo, Role::kContext, 1.0, false})};
   EXPECT_EQ(PrimaryOf(healthy), -1);
+  // A context warning beside the run's story neither leads nor is the primary
+  // (a benign line stays benign); a context error still is.
+  std::vector<Finding> benign = {Make({"CONTEXT-WARN", Severity::kWarning, Role::kContext, 1.0, false}),
+                                 Make({"STORY", Severity::kInfo, Role::kRoot, 0.5, false})};
+  std::sort(benign.begin(), benign.end(), RanksBefore);
+  EXPECT_EQ(benign[0].rule_id, "STORY");
+  EXPECT_EQ(PrimaryOf(benign), -1);
+  std::vector<Finding> raised = {Make({"CONTEXT-ERROR", Severity::kError, Role::kContext, 1.0, false})};
+  EXPECT_EQ(PrimaryOf(raised), 0);
   // Only cascades: the first of them is the primary (something did fail).
   std::vector<Finding> cascades = {Make({"V", Severity::kError, Role::kCascade, 1.0, false})};
   EXPECT_EQ(PrimaryOf(cascades), 0);

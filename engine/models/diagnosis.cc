@@ -230,11 +230,18 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
 
 int RoleOrder(Role r) { return r == Role::kRoot ? 0 : (r == Role::kContext ? 1 : 2); }
 
+// A context finding below error (a benign line, a fact beside the general
+// rule's finding) is background: it neither leads the report nor sets the
+// status (DESIGN §10), and it is listed after what does. A context error
+// still counts: an error is not benign.
+bool SetsVerdict(const Finding& f) { return f.role != Role::kContext || f.severity >= Severity::kError; }
+
 }  // namespace
 
 bool RanksBefore(const Finding& a, const Finding& b) {
   bool ca = a.role == Role::kCascade, cb = b.role == Role::kCascade;
   if (ca != cb) return cb;
+  if (SetsVerdict(a) != SetsVerdict(b)) return SetsVerdict(a);
   if (a.severity != b.severity) return a.severity > b.severity;
   // The collective-consensus model names a culprit (engine/models/consensus.h): at
   // equal severity it goes before the findings of those who reported, and after
@@ -249,7 +256,7 @@ bool RanksBefore(const Finding& a, const Finding& b) {
 
 int PrimaryOf(const std::vector<Finding>& ranked) {
   for (size_t i = 0; i < ranked.size(); ++i) {
-    if (ranked[i].severity >= Severity::kWarning) return static_cast<int>(i);
+    if (ranked[i].severity >= Severity::kWarning && SetsVerdict(ranked[i])) return static_cast<int>(i);
   }
   return -1;
 }
@@ -528,7 +535,9 @@ Diagnosis Diagnose(const JobState& state) {
   std::sort(fs.begin(), fs.end(), RanksBefore);
 
   Severity worst = Severity::kInfo;
-  for (const Finding& f : fs) worst = std::max(worst, f.severity);
+  for (const Finding& f : fs) {
+    if (SetsVerdict(f)) worst = std::max(worst, f.severity);
+  }
   d.primary = PrimaryOf(fs);
   d.status = worst >= Severity::kError ? Status::kFail : (worst >= Severity::kWarning ? Status::kWarn : Status::kOk);
   // "ok" needs evidence of health: some line was recognised as NCCL / PyTorch /
