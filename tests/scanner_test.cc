@@ -386,6 +386,20 @@ TEST(Scanner, ContinuationLinesKeepTheirRankAcrossChunkBoundaries) {
   ExpectEveryChunkSizeAgrees(path, ref, {1, 20, 97, 250});
 }
 
+// The file scanned with folding and line by line, at each chunk size: the
+// same state and the same JSON.
+void ExpectFoldingChangesNothing(const std::string& path, std::initializer_list<size_t> chunks) {
+  for (size_t chunk : chunks) {
+    ScanOptions folded, plain;
+    folded.chunk_size = plain.chunk_size = chunk;
+    plain.fold = false;
+    Analysis a = Analyze(Rules(), {path}, folded);
+    Analysis b = Analyze(Rules(), {path}, plain);
+    EXPECT_EQ(StateDump(*a.state), StateDump(*b.state)) << "chunk " << chunk;
+    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*b.state, b.diagnosis)) << "chunk " << chunk;
+  }
+}
+
 // Folding runs of COLL matches in the parallel stage must leave exactly the
 // state of applying every line: two processes interleaved in one file,
 // alternating communicators, opCounts that go down and repeat, rank prefixes
@@ -427,15 +441,7 @@ TEST(Scanner, FoldedRunsLeaveTheSameStateAsLineByLine) {
     }
   }
   std::string path = dir.Write("rank1.log", s);
-  for (size_t chunk : {size_t{1} << 20, size_t{97}, size_t{1000}}) {
-    ScanOptions folded, plain;
-    folded.chunk_size = plain.chunk_size = chunk;
-    plain.fold = false;
-    Analysis a = Analyze(Rules(), {path}, folded);
-    Analysis b = Analyze(Rules(), {path}, plain);
-    EXPECT_EQ(StateDump(*a.state), StateDump(*b.state)) << "chunk " << chunk;
-    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*b.state, b.diagnosis)) << "chunk " << chunk;
-  }
+  ExpectFoldingChangesNothing(path, {size_t{1} << 20, size_t{97}, size_t{1000}});
 }
 
 // One srun -l file interleaves every rank's lines (here with srun's labels,
@@ -466,15 +472,7 @@ TEST(Scanner, InterleavedProcessesFoldLikeLineByLine) {
     if (i % 131 == 0) s += label + host + "Using network IB\n";
   }
   std::string path = dir.Write("job.log", s);
-  for (size_t chunk : {size_t{1} << 20, size_t{97}, size_t{4096}}) {
-    ScanOptions folded, plain;
-    folded.chunk_size = plain.chunk_size = chunk;
-    plain.fold = false;
-    Analysis a = Analyze(Rules(), {path}, folded);
-    Analysis b = Analyze(Rules(), {path}, plain);
-    EXPECT_EQ(StateDump(*a.state), StateDump(*b.state)) << "chunk " << chunk;
-    EXPECT_EQ(RenderJson(*a.state, a.diagnosis), RenderJson(*b.state, b.diagnosis)) << "chunk " << chunk;
-  }
+  ExpectFoldingChangesNothing(path, {size_t{1} << 20, size_t{97}, size_t{4096}});
 }
 
 std::string Gzip(const std::string& data) {
