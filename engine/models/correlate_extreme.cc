@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "engine/models/correlate_internal.h"
 #include "engine/models/diagnosis.h"
@@ -129,12 +130,20 @@ void EmitExtreme(CorrelationCtx& x, const FactSpec& spec, const std::string& key
     auto it = key_values.find(s);
     if (it != key_values.end()) ev.push_back(it->second);
   }
+  // In input order, not by subject index (see below): the evidence cap keeps the same lines.
+  auto earlier = [](const FactValue* a, const FactValue* b) {
+    return std::tie(a->evidence.file, a->evidence.line) < std::tie(b->evidence.file, b->evidence.line);
+  };
+  std::stable_sort(ev.begin(), ev.end(), earlier);
+  // One line of the others: the earliest in the input, not the first subject
+  // by index (subjects are numbered as the scan meets them, which the chunk
+  // size can reorder: the report would differ between -j or chunk sizes).
+  const FactValue* contrast = nullptr;
   for (const auto& sv : key_values) {
-    if (std::find(culprits.begin(), culprits.end(), sv.first) == culprits.end()) {
-      ev.push_back(sv.second);
-      break;
-    }
+    if (std::find(culprits.begin(), culprits.end(), sv.first) != culprits.end()) continue;
+    if (!contrast || earlier(sv.second, contrast)) contrast = sv.second;
   }
+  if (contrast) ev.push_back(contrast);
   Finding f =
       x.Make(culprits,
              {{"key", key}, {"group", KeyPhrase(spec.key_kind, key)}, {"value", value}, {"majority", majority}}, key);
