@@ -75,10 +75,7 @@ bool LineParser::UnwrapDockerJson(std::string_view s, Arena* arena, ParsedLine* 
   if (!time.empty()) {
     int16_t year = 0;
     double ts = ConsumeIsoTimestamp(&time, &year);
-    if (ts >= 0 && out->time < 0) {
-      out->time = ts;
-      out->year = year;
-    }
+    if (ts >= 0) out->KeepTime(ts, year);
   }
   return true;
 }
@@ -230,10 +227,7 @@ bool LineParser::ContinueInterfaceList(Arena* arena, ParsedLine* out) {
   out->text = arena->Store(list_.text);
   out->message = out->text.substr(list_.message_at);
   out->host = arena->Store(list_.host);
-  if (out->time < 0) {
-    out->time = open.time;
-    out->year = open.year;
-  }
+  out->KeepTime(open.time, open.year);
   list_.next = following;  // -1: "; OOB …" ended it
   list_.continued = true;
   return true;

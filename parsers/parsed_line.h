@@ -43,6 +43,14 @@ struct ParsedLine {
   int64_t src_line = -1;       // grep -n
   double time = -1;            // seconds since Jan 1 (year unknown); -1 = none
   int16_t year = 0;            // the year its timestamp printed (ISO forms), 0 = none
+  // A time stamp read from the line: the first one read (the outermost
+  // wrapper's) is the line's time.
+  void KeepTime(double t, int16_t y) {
+    if (time < 0) {
+      time = t;
+      year = y;
+    }
+  }
 
   // NCCL header.
   NcclLevel level = NcclLevel::kNone;

@@ -14,6 +14,9 @@ inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 inline bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+// Fibonacci hashing: the key's bits spread over all 64; the top k bits pick
+// one of 2^k slots of a table (a hash set of atoms, a cache by pid).
+inline uint64_t SpreadBits(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 // A character of a host name as NCCL prints it: letters, digits, '.', '-', '_'.
 inline bool IsHostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '.' || c == '-' || c == '_'; }
 inline bool StartsWith(std::string_view s, std::string_view p) {

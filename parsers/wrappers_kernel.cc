@@ -51,10 +51,7 @@ bool StripKernelStamp(std::string_view* s, size_t close, ParsedLine* out) {
     if (!(IsAlpha(inner.empty() ? '0' : inner[0]) && StripSyslogOrCtime(&c, &stamp) == Strip::kStripped && c.empty() &&
           stamp.year > 0))
       return false;
-    if (out->time < 0) {
-      out->time = stamp.time;
-      out->year = stamp.year;
-    }
+    out->KeepTime(stamp.time, stamp.year);
   }
   s->remove_prefix(close + 2);
   StripHostKernel(s, out);
@@ -83,10 +80,7 @@ Strip StripKernFacility(std::string_view* s, ParsedLine* out) {
     int16_t year = 0;
     const double ts = ConsumeIsoTimestamp(&v, &year);
     if (ts >= 0 && ConsumePrefix(&v, "]: ")) {
-      if (out->time < 0) {
-        out->time = ts;
-        out->year = year;
-      }
+      out->KeepTime(ts, year);
       u = v;
     }
   }

@@ -20,10 +20,7 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
     if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
     }
   }
-  if (out->time < 0) {
-    out->time = ts;
-    out->year = year;
-  }
+  out->KeepTime(ts, year);
   *s = u;
   StripHostKernel(s, out);
   return Strip::kStripped;
@@ -57,10 +54,7 @@ bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out) {
   int16_t year = 0;
   const double ts = ConsumeIsoTimestamp(&inner, &year);
   if (!(ts >= 0 && inner.empty())) return false;
-  if (out->time < 0) {
-    out->time = ts;
-    out->year = year;
-  }
+  out->KeepTime(ts, year);
   s->remove_prefix(close + 2);
   return true;
 }

@@ -8,6 +8,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "parsers/text_util.h"
+
 namespace ncclscan {
 
 namespace {
@@ -54,8 +56,6 @@ uint64_t Load64(const unsigned char* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
-
-uint64_t SlotHash(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 
 }  // namespace
 
@@ -170,7 +170,7 @@ void LiteralMatcher::Build() {
   slot_shift_ = 64 - __builtin_ctzll(cap);
   slots_.assign(cap, Slot());
   for (const auto& [key, ids] : by_key) {
-    size_t h = SlotHash(key) >> slot_shift_;
+    size_t h = SpreadBits(key) >> slot_shift_;
     while (slots_[h].key) h = (h + 1) & (cap - 1);
     slots_[h].key = key;
     slots_[h].begin = static_cast<uint32_t>(long_atoms_.size());
@@ -200,7 +200,7 @@ void LiteralMatcher::Confirm(const unsigned char* p, size_t n, size_t end, uint3
   if ((buckets & ~short_buckets_) && end + 1 >= kWindow) {
     const size_t start = end + 1 - kWindow;
     const uint64_t key = Load64(p + start) | kFold;
-    for (size_t h = SlotHash(key) >> slot_shift_; slots_[h].key; h = (h + 1) & (slots_.size() - 1)) {
+    for (size_t h = SpreadBits(key) >> slot_shift_; slots_[h].key; h = (h + 1) & (slots_.size() - 1)) {
       if (slots_[h].key != key) continue;
       for (uint32_t k = slots_[h].begin; k < slots_[h].end; ++k) {
         int id = long_atoms_[k];

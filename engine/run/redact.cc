@@ -127,11 +127,12 @@ std::string Redactor::Digest(int kind, std::string_view value) const {
 
 const std::string& Redactor::Pseudonym(int kind, std::string_view value) {
   // A file's lines repeat one host name: the last value's pseudonym, without the map.
-  if (last_.p != nullptr && last_.p->first == value) return last_.p->second;
+  if (!last_pseudonym_.empty() && last_value_ == value) return last_pseudonym_;
   auto it = mapping_.find(value);
   if (it != mapping_.end()) {
-    last_ = &*it;
-    return it->second;
+    last_value_ = it->first;
+    last_pseudonym_ = it->second;
+    return last_pseudonym_;
   }
   const std::string d = Digest(kind, value);
   auto byte = [&](int i) { return static_cast<int>(std::stoul(d.substr(2 * i, 2), nullptr, 16)); };
@@ -186,8 +187,10 @@ const std::string& Redactor::Pseudonym(int kind, std::string_view value) {
     }
   }
   kinds_.emplace(std::string(value), kKindNames[kind]);
-  last_ = &*mapping_.emplace(std::string(value), std::move(p)).first;
-  return last_.p->second;
+  mapping_.emplace(std::string(value), p);
+  last_value_ = std::string(value);
+  last_pseudonym_ = std::move(p);
+  return last_pseudonym_;
 }
 
 namespace {

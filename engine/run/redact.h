@@ -76,6 +76,7 @@ class Redactor {
   uint64_t replaced() const { return replaced_; }
 
  private:
+  // Valid until the next call.
   const std::string& Pseudonym(int kind, std::string_view value);
   std::string Digest(int kind, std::string_view value) const;
 
@@ -85,22 +86,9 @@ class Redactor {
   std::array<bool, 256> first_char_{};
   size_t first_char_count_ = ~size_t{0};
   std::map<std::string, std::string, std::less<>> mapping_;
-  // The entry of mapping_ the last Pseudonym returned; a copy starts without one
-  // (it would point into the original's map).
-  struct LastEntry {
-    const std::pair<const std::string, std::string>* p = nullptr;
-    LastEntry() = default;
-    LastEntry(const LastEntry&) {}
-    LastEntry& operator=(const LastEntry&) {
-      p = nullptr;
-      return *this;
-    }
-    LastEntry& operator=(const std::pair<const std::string, std::string>* e) {
-      p = e;
-      return *this;
-    }
-  };
-  LastEntry last_;
+  // The last value Pseudonym was asked for and its pseudonym: a file's lines
+  // repeat one host name (a copy carries them with the mapping they came from).
+  std::string last_value_, last_pseudonym_;
   std::map<std::string, std::string> kinds_;
   uint64_t replaced_ = 0;
   bool in_path_ = false;

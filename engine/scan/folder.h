@@ -112,7 +112,7 @@ class Folder {
   // The run of pl's process (its srun label too), opened if none is.
   Run& RunOf(const ParsedLine& pl) {
     // A hint by pid first: interleaved lines switch process on every line.
-    uint16_t& hint = hint_[(static_cast<uint64_t>(pl.pid) * 0x9E3779B97F4A7C15ull + pl.rank_hint) >> 56];
+    uint16_t& hint = hint_[SpreadBits(static_cast<uint64_t>(pl.pid) + static_cast<uint64_t>(pl.rank_hint)) >> 56];
     if (hint < runs_.size() && runs_[hint].lines > 0 && SameProcess(runs_[hint], pl)) return runs_[hint];
     size_t free = runs_.size(), oldest = runs_.size();
     for (size_t i = 0; i < runs_.size(); ++i) {
