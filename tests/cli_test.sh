@@ -134,6 +134,13 @@ end() {
     msg=$(printf '%s; ' "${cur_why[@]}")
     reported[$name]=FAIL
     bad "$name" "${msg%; }"
+    # cli_test_mutants.sh needs only to see a mutant fail, not every way it fails.
+    if [ -n "${CLI_TEST_STOP_AT_FIRST_FAILURE:-}" ]; then
+      echo "stopped at the first failure (CLI_TEST_STOP_AT_FIRST_FAILURE)"
+      echo "$pass passed, $fail failed"
+      finished=1
+      exit 1
+    fi
   fi
 }
 

@@ -76,10 +76,11 @@ case_() {
   fi
 }
 
-case_ real pass "$CLI" "$NS"
+# The real binary's run is the `cli` test itself; identity shows a wrapper can stand in for it.
 case_ identity pass "$CLI" "$D/identity"
+# A binary mutant need only make one check fail: the script stops there (8 full runs took 8 minutes).
 for m in no_stdout digits rule_ids no_stderr; do
-  case_ "$m" fail "$CLI" "$D/$m"
+  CLI_TEST_STOP_AT_FIRST_FAILURE=1 case_ "$m" fail "$CLI" "$D/$m"
 done
 case_ skipped_check fail "$D/skipped_check.sh" "$NS"
 case_ early_exit fail "$D/early_exit.sh" "$NS"
