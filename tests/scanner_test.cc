@@ -760,6 +760,39 @@ TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
   EXPECT_EQ(b.state->counters().wrapped_joined, 0u);
 }
 
+// Regression: a hard wrap that straddled a chunk boundary stayed two lines, so
+// the counts by family and the evidence depended on the chunk size. The reader
+// now never ends a chunk between two lines that might be joined.
+TEST(Scanner, AHardWrapIsJoinedWhateverTheChunkSize) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 12; ++i) {
+    const std::string r = std::to_string(i % 4);
+    text += "node" + r + ":10" + r + ":20" + r + " [" + r + "] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n";
+    // Cut mid-token at the terminal's width; the rest has no header.
+    text += "[rank" + r + "]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank " + r +
+            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(90 + i) +
+            ", OpType=ALLREDUCE, NumelIn=1, N\numelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before "
+            "timing out.\n";
+    // A long NCCL line followed by program output: might be a wrap, is not.
+    text += "node" + r + ":10" + r + ":20" + r + " [" + r + "] NCCL INFO comm 0x5555 rank " + r +
+            " nRanks 4 nNodes 1 localRanks 4 localRank " + r + " MNNVL 0\n";
+    text += "Epoch 3 step " + std::to_string(i) + " loss 1.25\n";
+  }
+  const std::string path = dir.Write("w.log", text);
+  ScanOptions whole;
+  Analysis a = Analyze(Rules(), {path}, whole);
+  EXPECT_EQ(a.state->counters().wrapped_joined, 12u);
+  const std::string want = RenderJson(*a.state, a.diagnosis);
+  for (size_t chunk = 1; chunk < 700; chunk += 7) {
+    ScanOptions o;
+    o.chunk_size = chunk;
+    Analysis b = Analyze(Rules(), {path}, o);
+    EXPECT_EQ(RenderJson(*b.state, b.diagnosis), want) << "chunk " << chunk;
+    if (HasFailure()) break;
+  }
+}
+
 // `where` on one key of a keyed fact, compared as numbers (14 < 9 as text).
 TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
   RuleLoader loader;

@@ -83,6 +83,7 @@ struct FoldedRun {
 struct ProcessNote {
   std::string_view host;
   int64_t pid;
+  uint32_t line_index = 0;  // its first line in the chunk (not part of its identity)
   bool operator==(const ProcessNote& o) const { return pid == o.pid && host == o.host; }
 };
 
@@ -122,6 +123,12 @@ struct Chunk {
     std::string_view raw;
     uint32_t index = 0;
     bool used = false;
+    // The rank's first line in the chunk that names no process: a last line
+    // like it makes the rank's own subject, so that subject is made there
+    // (JobState::TouchRank), at the same line whatever the chunk size.
+    bool touch = false;
+    bool touch_is_label = false;
+    uint32_t touch_index = 0;
   };
   std::vector<RankSlot> rank_slots;
   std::vector<int> ranks_used;
@@ -163,7 +170,7 @@ struct Chunk {
     groups.clear();
     processes.clear();
     process_seen.clear();
-    for (int r : ranks_used) rank_slots[r].used = false;
+    for (int r : ranks_used) rank_slots[r] = RankSlot();
     ranks_used.clear();
     rank_lines.clear();
     folds.clear();

@@ -15,6 +15,7 @@
 
 #include "engine/io/source.h"
 #include "engine/scan/chunk.h"
+#include "engine/scan/hard_wrap.h"
 #include "engine/scan/scanner.h"
 #include "parsers/flight_recorder.h"
 
@@ -261,6 +262,14 @@ class ChunkReader {
         if (last) cr_lines_ = true;
       }
       c->cr_lines = cr_lines_;
+      if (last && !eof && !cr_lines_) {
+        // Never between two lines the scanner might join as one hard-wrapped
+        // line (hard_wrap.h): the join must not depend on the chunk size.
+        size_t k = static_cast<const char*>(last) - buf.data() + 1;
+        size_t safe = WrapSafeCut(buf.data(), k, n, opts_.max_line / 2);
+        if (safe == 0 && n < opts_.chunk_size + opts_.max_line / 2) continue;  // read on
+        if (safe != 0) last = buf.data() + safe - 1;
+      }
       if (last) {
         size_t k = static_cast<const char*>(last) - buf.data() + 1;
         carry_.assign(buf.data() + k, n - k);

@@ -9,12 +9,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_set>
 
 #include "engine/io/source.h"
 #include "engine/scan/chunk.h"
 #include "engine/scan/chunk_reader.h"
 #include "engine/scan/folder.h"
+#include "engine/scan/hard_wrap.h"
 #include "parsers/flight_recorder.h"
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
@@ -30,9 +32,13 @@ using scan_detail::ChunkReader;
 using scan_detail::FoldedRun;
 using scan_detail::FoldEntry;
 using scan_detail::Folder;
+using scan_detail::HardWrapGate;
+using scan_detail::kMinWrapWidth;
 using scan_detail::LineEvent;
 using scan_detail::MatchEvent;
 using scan_detail::ProcessNote;
+using scan_detail::TrimWrapPadding;
+using scan_detail::WrapGate;
 
 // What the rules make of one line alone: 2 a specific finding, 1 only a
 // catch-all's, 0 none; and how many bytes the specific findings' rules
@@ -62,36 +68,19 @@ Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, F
 // A terminal that hard-wraps at a fixed column cuts a long line mid-word and
 // the rest lands on the next line without any header:
 //   "... WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, N" / "umelOut=1, Timeout(ms)=600000) ran for …"
-// The two are joined when the first is long, ends mid-token, the second has no
-// header and starts mid-token, and the joined line gives a specific finding
-// that the first alone does not, or the same with more captured (a tolerant
-// pattern matches the cut line too). (Both must be in one chunk: a wrap that
-// straddles a chunk boundary stays two lines.)
-constexpr size_t kMinWrapWidth = 79;
-// A wrap may fall right after a space ("... PG status: " / "last enqueued work: ..."):
-// the strength test below decides; a line that ends a sentence is not cut.
-bool WrapTail(char ch) { return ch != '.' && ch != ';'; }
-bool WrapHead(char ch) {
-  return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ',';
-}
-
+// The two are joined when their bytes allow it (HardWrapGate, hard_wrap.h) and
+// the joined line gives a specific finding that the first alone does not, or
+// the same with more captured (a tolerant pattern matches the cut line too).
+// Both are always in one chunk: the reader never cuts between such lines.
 bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::string_view next,
                    std::string_view* joined) {
   // A CRLF file's lines end in '\r', a paste from tmux or screen in the blanks
   // that pad it to the terminal's width: the wrap is judged, and joined,
   // without them. A line cut after a blank fills the width and ends in that one
   // blank; more blanks are padding, of a line that ended there.
-  auto trim = [](std::string_view* s) {
-    if (!s->empty() && s->back() == '\r') s->remove_suffix(1);
-    int blanks = 0;
-    while (!s->empty() && (s->back() == ' ' || s->back() == '\t')) {
-      ++blanks;
-      s->remove_suffix(1);
-    }
-    return blanks;
-  };
-  const bool cut_at_blank = trim(&first) == 1;
-  trim(&next);
+  const bool cut_at_blank = TrimWrapPadding(&first) == 1;
+  TrimWrapPadding(&next);
+  if (HardWrapGate(first, cut_at_blank, next, true) == WrapGate::kNo) return false;
   if (cut_at_blank) {
     // The one blank is kept as a space: the line's own byte when it is one (no copy).
     if (first.data()[first.size()] == ' ') {
@@ -102,21 +91,9 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
       first = c->arena.Store(padded);
     }
   }
-  if (first.size() < kMinWrapWidth || next.empty() || !WrapTail(first.back()) || !WrapHead(next[0])) return false;
   // Another rank's line glued at the end of this one is the line that wraps.
   const std::string_view whole = first;
   if (first[0] == '[') first.remove_prefix(LastGluedRankPrefix(first));
-  // Cheap tests first, before any parse. A continuation has no header: a next
-  // line that starts like this one (the same "host:pid:tid" or "[rankN]:"
-  // prefix) is a line of its own, and so is one with an NCCL keyword.
-  const size_t same = std::min<size_t>({8, first.size(), next.size()});
-  if (EqualBytes(first.data(), next.data(), same)) return false;
-  static const LiteralFinder kNcclLevel("NCCL ");
-  if (kNcclLevel.Find(next) != std::string_view::npos) return false;
-  // Only NCCL and PyTorch (ProcessGroupNCCL / WorkNCCL) messages are worth a
-  // second look; this keeps long application lines at one parse each.
-  static const LiteralFinder kNccl("NCCL");
-  if (kNccl.Find(first) == std::string_view::npos) return false;
   Family fam;
   // A line cut after a blank ("… Watchdog caught ") was wrapped mid-sentence:
   // its continuation may read as a PyTorch fragment by itself ("collective
@@ -145,14 +122,20 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
 
 // Remembers raw line `index` as rank's latest in this chunk (ranks past
 // kMaxNotedRank are not noted: a rank hint that large is a misread number).
-void RememberRankLine(Chunk* c, int rank, std::string_view raw, uint32_t index) {
+void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint32_t index) {
   constexpr int kMaxNotedRank = 1 << 16;
+  const int rank = pl.rank_hint;
   if (rank >= kMaxNotedRank) return;
   if (static_cast<size_t>(rank) >= c->rank_slots.size()) c->rank_slots.resize(rank + 1);
   Chunk::RankSlot& slot = c->rank_slots[rank];
   if (!slot.used) {
     slot.used = true;
     c->ranks_used.push_back(rank);
+  }
+  if (!slot.touch && (pl.host.empty() || pl.pid < 0)) {
+    slot.touch = true;
+    slot.touch_is_label = pl.rank_hint_is_label;
+    slot.touch_index = index;
   }
   slot.raw = raw;
   slot.index = index;
@@ -190,7 +173,7 @@ const char* CutLine(const char* p, const char* end, bool cr_lines, const char** 
 bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_t index, std::string_view* last_host,
               int64_t* last_pid) {
   if (piece == 0) {
-    if (pl.rank_hint >= 0) RememberRankLine(c, pl.rank_hint, raw, index);  // its own prefix, not inherited context
+    if (pl.rank_hint >= 0) RememberRankLine(c, pl, raw, index);  // its own prefix, not inherited context
     if (pl.binary) c->counters.binary_lines++;
     if (pl.had_nul) c->counters.nul_lines++;
     if (pl.bad_number) c->counters.bad_numbers++;
@@ -214,7 +197,7 @@ bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_
     *last_pid = pl.pid;
     // Interleaved dumps alternate between many processes: a set, not a scan.
     if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second)
-      c->processes.push_back(ProcessNote{pl.host, pl.pid});
+      c->processes.push_back(ProcessNote{pl.host, pl.pid, index});
   }
   if (pl.LabelIsNotRank()) c->label_conflict = true;
   return orphan;
@@ -379,6 +362,17 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
   // 66 in flight, 73 MiB against 22 MiB at -j1).
   const size_t tokens = std::min<size_t>(static_cast<size_t>(jobs) * 4 + 2, kMaxChunksInFlight);
   std::vector<JobState::FoldedFact> folded;  // output-stage scratch
+  // ... and the chunk's notes in line order.
+  struct Note {
+    enum Kind : uint8_t { kProcess, kRank, kRankLine };
+    uint32_t line_index;
+    Kind kind;
+    uint32_t item;  // index into Chunk::processes or rank_lines, or the rank
+    bool operator<(const Note& o) const {
+      return std::tie(line_index, kind, item) < std::tie(o.line_index, o.kind, o.item);
+    }
+  };
+  std::vector<Note> notes;
   // Output stage: the rank context at the end of the last chunk applied
   // (`last_carry.pg` views `last_carry_pg`: the chunk's buffer is recycled).
   int carry_file = -1;
@@ -409,11 +403,37 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
         for (const std::string& name : c->new_files) state->AddFile(name);
         // Lines of the file counted so far (0 for a file registered just now).
         uint64_t base = state->file(c->file).lines;
-        for (const ProcessNote& pn : c->processes) state->NoteProcess(c->file, pn.host, pn.pid);
-        for (const LineEvent& rl : c->rank_lines) {
-          state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
-        }
         if (c->label_conflict) state->NoteLabelsNotRanks(c->file);
+        // The chunk's notes (processes, ranks, ranks' last lines) are applied
+        // at their lines, between the events: subjects are then made in the
+        // order of the lines that name them, whatever the chunk size.
+        notes.clear();
+        for (size_t i = 0; i < c->processes.size(); ++i) {
+          notes.push_back(Note{c->processes[i].line_index, Note::kProcess, static_cast<uint32_t>(i)});
+        }
+        for (int r : c->ranks_used) {
+          const Chunk::RankSlot& slot = c->rank_slots[r];
+          if (slot.touch) notes.push_back(Note{slot.touch_index, Note::kRank, static_cast<uint32_t>(r)});
+        }
+        for (size_t i = 0; i < c->rank_lines.size(); ++i) {
+          notes.push_back(Note{c->rank_lines[i].line_index, Note::kRankLine, static_cast<uint32_t>(i)});
+        }
+        std::sort(notes.begin(), notes.end());
+        size_t next_note = 0;
+        auto notes_through = [&](uint64_t index) {
+          for (; next_note < notes.size() && notes[next_note].line_index <= index; ++next_note) {
+            const Note& n = notes[next_note];
+            if (n.kind == Note::kProcess) {
+              const ProcessNote& pn = c->processes[n.item];
+              state->NoteProcess(c->file, pn.host, pn.pid);
+            } else if (n.kind == Note::kRank) {
+              state->TouchRank(c->file, static_cast<int>(n.item), c->rank_slots[n.item].touch_is_label);
+            } else {
+              const LineEvent& rl = c->rank_lines[n.item];
+              state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
+            }
+          }
+        };
         // Context from the previous chunk of the same file, for orphans.
         if (c->file != carry_file) {
           carry_file = c->file;
@@ -423,6 +443,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
         const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch, &open_list,
                                                     &last_carry, &last_carry_pg);
         for (LineEvent& e : c->events) {
+          notes_through(e.line_index);
           if (e.line_index < continued) continue;  // applied by ContinueOpenList
           if (e.orphan) last_carry.InheritTo(&e.line);
           if (e.fold >= 0) {
@@ -447,6 +468,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
                          c->groups.data() + me.group_begin, me.num_groups);
           }
         }
+        notes_through(UINT64_MAX);
         if (c->carry_set) {
           last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
           last_carry = c->carry;

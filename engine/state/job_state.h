@@ -69,6 +69,10 @@ class JobState {
 
   // A line of `file` with an NCCL header from host:pid (registers the process).
   void NoteProcess(int file, std::string_view host, int64_t pid);
+  // The first line of `file` under a rank's own prefix (no process named) in a
+  // chunk: the rank's subject exists from here on, as a line-by-line read would
+  // make it (NoteRankLine, at the rank's last line, gives it its facts).
+  void TouchRank(int file, int rank, bool is_label);
   // The last line of `file` under a rank's own prefix in a chunk (any line,
   // read by a rule or not): the rank's subject exists and its `last_line`
   // fact says what it printed last.

@@ -42,6 +42,11 @@ void JobState::NoteProcess(int file, std::string_view host, int64_t pid) {
   if (inputs_.files[file].path_rank >= 0) sub.rank_hints[inputs_.files[file].path_rank]++;
 }
 
+void JobState::TouchRank(int file, int rank, bool is_label) {
+  if (is_label && inputs_.labels_not_ranks.count(file)) return;  // SubjectFor reads no rank there
+  RankSubject(rank);
+}
+
 void JobState::NoteRankLine(int file, int64_t line_no, const ParsedLine& line) {
   const int fact = rules_->fact(Fact::kLastLine);
   if (fact < 0) return;
