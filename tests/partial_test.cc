@@ -130,6 +130,40 @@ TEST(Determinism, EveryCorpusCaseIsTheSameAtEveryThreadCountAndChunkSize) {
   }
 }
 
+// The corpus's real logs in one file (the bench's "real" shape): many jobs'
+// ranks, processes and wrappers in one stream. Regressions: a rank's last line
+// was noted once a chunk whichever process printed it, and srun labels stopped
+// counting as ranks from the start of the chunk that showed they are not, so
+// subjects, votes and a finding's ranks changed with the chunk size.
+TEST(Determinism, RealLogsInOneFileAreTheSameAtEveryChunkSize) {
+  std::vector<std::string> logs;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(NCCLSCAN_SOURCE_DIR) + "/corpus")) {
+    const std::string where = e.path().string();
+    if (e.is_regular_file() && e.path().extension() == ".log" &&
+        (where.find("/incidents/") != std::string::npos || where.find("/real-") != std::string::npos)) {
+      logs.push_back(where);
+    }
+  }
+  std::sort(logs.begin(), logs.end());
+  ASSERT_GT(logs.size(), 100u);
+  TempDir tmp;
+  const std::string all = tmp.path() + "/real.log";
+  {
+    std::ofstream out(all, std::ios::binary);
+    for (const std::string& l : logs) out << std::ifstream(l, std::ios::binary).rdbuf();
+  }
+  std::string want;
+  for (size_t chunk : {size_t{1} << 17, size_t{4099}, size_t{1} << 22}) {
+    ScanOptions o;
+    o.jobs = 2;
+    o.chunk_size = chunk;
+    Analysis a = Analyze(BuiltInRules(), {all}, o);
+    const std::string got = RenderJson(*a.state, a.diagnosis);
+    if (want.empty()) want = got;
+    EXPECT_EQ(FirstDifference(got, want), "") << "chunk " << chunk;
+  }
+}
+
 // What a diagnosis says, without where its evidence sits (paths, bytes, text).
 std::string Verdict(const Diagnosis& d) {
   std::string s = std::to_string(static_cast<int>(d.status)) + " primary " + std::to_string(d.primary) + "\n";

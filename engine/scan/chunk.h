@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -103,9 +104,12 @@ struct Chunk {
   std::vector<std::string> new_files;
   std::vector<char> data;
   size_t size = 0;
-  bool overlong = false;        // the chunk ends with a line cut at max_line
-  bool cr_lines = false;        // its file ends lines with CR alone: split at every CR
-  bool label_conflict = false;  // an srun label and an explicit [rankN] disagreed on a line
+  bool overlong = false;  // the chunk ends with a line cut at max_line
+  bool cr_lines = false;  // its file ends lines with CR alone: split at every CR
+  // An srun label and an explicit [rankN] disagreed on a line: the first such
+  // line; labels are no ranks from there on (JobState::NoteLabelsNotRanks).
+  bool label_conflict = false;
+  uint32_t label_conflict_index = 0;
 
   // Results of the parallel stage.
   uint32_t lines = 0;
@@ -115,23 +119,38 @@ struct Chunk {
   std::vector<re2::StringPiece> groups;
   std::vector<ProcessNote> processes;
   std::unordered_set<ProcessNote, ProcessNoteHash> process_seen;
-  // The last line of each rank under its own prefix (JobState::NoteRankLine):
-  // while parsing, the raw line and its index per rank (`rank_slots`, indexed by
-  // rank, `ranks_used` in first-seen order); at the end, those lines parsed
-  // again, one per rank, in rank order (`rank_lines`).
+  // The last line of each rank under its own prefix (JobState::NoteRankLine),
+  // one per rank and process that printed it (a line naming no process: one
+  // per rank): while parsing, the raw line and its index per key
+  // (`rank_slots`, in first-seen order, found by `rank_slot_of`); at the end,
+  // those lines parsed again, one per key (`rank_lines`). Keyed so, every
+  // subject's last line is noted in every chunk it printed in: what it was
+  // last is then the same whatever the chunk size.
   struct RankSlot {
-    std::string_view raw;
+    int rank = -1;
+    std::string_view host;  // the process, or "" and -1
+    int64_t pid = -1;
+    std::string_view raw;  // its last line
     uint32_t index = 0;
-    bool used = false;
-    // The rank's first line in the chunk that names no process: a last line
-    // like it makes the rank's own subject, so that subject is made there
+    // Its first line: a key of no process makes the rank's own subject there
     // (JobState::TouchRank), at the same line whatever the chunk size.
-    bool touch = false;
-    bool touch_is_label = false;
-    uint32_t touch_index = 0;
+    uint32_t first_index = 0;
+    bool first_is_label = false;
+  };
+  struct RankKey {
+    int rank;
+    std::string_view host;
+    int64_t pid;
+    bool operator==(const RankKey& o) const { return rank == o.rank && pid == o.pid && host == o.host; }
+  };
+  struct RankKeyHash {
+    size_t operator()(const RankKey& k) const {
+      return std::hash<std::string_view>()(k.host) * 31 + static_cast<size_t>(k.pid) * 7 + static_cast<size_t>(k.rank);
+    }
   };
   std::vector<RankSlot> rank_slots;
-  std::vector<int> ranks_used;
+  std::unordered_map<RankKey, uint32_t, RankKeyHash> rank_slot_of;
+  uint32_t last_rank_slot = UINT32_MAX;  // the previous line's key, looked at first
   std::vector<LineEvent> rank_lines;
   std::vector<FoldedRun> folds;
   std::vector<FoldEntry> fold_entries;
@@ -170,8 +189,9 @@ struct Chunk {
     groups.clear();
     processes.clear();
     process_seen.clear();
-    for (int r : ranks_used) rank_slots[r] = RankSlot();
-    ranks_used.clear();
+    rank_slots.clear();
+    rank_slot_of.clear();
+    last_rank_slot = UINT32_MAX;
     rank_lines.clear();
     folds.clear();
     fold_entries.clear();

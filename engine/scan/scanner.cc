@@ -120,25 +120,31 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   return true;
 }
 
-// Remembers raw line `index` as rank's latest in this chunk (ranks past
-// kMaxNotedRank are not noted: a rank hint that large is a misread number).
+// Remembers raw line `index` as the latest in this chunk of its rank under its
+// process (ranks past kMaxNotedRank are not noted: a rank hint that large is a
+// misread number).
 void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint32_t index) {
   constexpr int kMaxNotedRank = 1 << 16;
   const int rank = pl.rank_hint;
   if (rank >= kMaxNotedRank) return;
-  if (static_cast<size_t>(rank) >= c->rank_slots.size()) c->rank_slots.resize(rank + 1);
-  Chunk::RankSlot& slot = c->rank_slots[rank];
-  if (!slot.used) {
-    slot.used = true;
-    c->ranks_used.push_back(rank);
+  const bool process = !pl.host.empty() && pl.pid >= 0;
+  const Chunk::RankKey key{rank, process ? pl.host : std::string_view(), process ? pl.pid : -1};
+  uint32_t k = c->last_rank_slot;
+  if (k == UINT32_MAX || !(Chunk::RankKey{c->rank_slots[k].rank, c->rank_slots[k].host, c->rank_slots[k].pid} == key)) {
+    auto [it, added] = c->rank_slot_of.try_emplace(key, static_cast<uint32_t>(c->rank_slots.size()));
+    if (added) {
+      Chunk::RankSlot slot;
+      slot.rank = rank;
+      slot.host = key.host;
+      slot.pid = key.pid;
+      slot.first_index = index;
+      slot.first_is_label = pl.rank_hint_is_label;
+      c->rank_slots.push_back(slot);
+    }
+    k = c->last_rank_slot = it->second;
   }
-  if (!slot.touch && (pl.host.empty() || pl.pid < 0)) {
-    slot.touch = true;
-    slot.touch_is_label = pl.rank_hint_is_label;
-    slot.touch_index = index;
-  }
-  slot.raw = raw;
-  slot.index = index;
+  c->rank_slots[k].raw = raw;
+  c->rank_slots[k].index = index;
 }
 
 // In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
@@ -199,7 +205,10 @@ bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_
     if (c->process_seen.insert(ProcessNote{pl.host, pl.pid}).second)
       c->processes.push_back(ProcessNote{pl.host, pl.pid, index});
   }
-  if (pl.LabelIsNotRank()) c->label_conflict = true;
+  if (pl.LabelIsNotRank() && !c->label_conflict) {
+    c->label_conflict = true;
+    c->label_conflict_index = index;
+  }
   return orphan;
 }
 
@@ -227,12 +236,10 @@ void MatchLine(const RuleSet& rules, bool fold, const ParsedLine& pl, uint32_t i
 // One line per rank, its last, parsed again (a trial parse: one per rank, not
 // one copy per line of an interleaved log).
 void ParseRankLines(Chunk* c) {
-  std::sort(c->ranks_used.begin(), c->ranks_used.end());
-  for (int r : c->ranks_used) {
-    const Chunk::RankSlot& slot = c->rank_slots[r];
+  for (const Chunk::RankSlot& slot : c->rank_slots) {
     c->probe.ResetStream();
     c->probe.ParseEach(slot.raw, &c->arena, [&](ParsedLine& pl, int piece) {
-      if (piece == 0 && pl.rank_hint == r) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
+      if (piece == 0 && pl.rank_hint == slot.rank) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
     });
   }
 }
@@ -364,10 +371,10 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
   std::vector<JobState::FoldedFact> folded;  // output-stage scratch
   // ... and the chunk's notes in line order.
   struct Note {
-    enum Kind : uint8_t { kProcess, kRank, kRankLine };
+    enum Kind : uint8_t { kLabels, kProcess, kRank, kRankLine };
     uint32_t line_index;
     Kind kind;
-    uint32_t item;  // index into Chunk::processes or rank_lines, or the rank
+    uint32_t item;  // index into Chunk::processes, rank_slots or rank_lines
     bool operator<(const Note& o) const {
       return std::tie(line_index, kind, item) < std::tie(o.line_index, o.kind, o.item);
     }
@@ -403,17 +410,18 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
         for (const std::string& name : c->new_files) state->AddFile(name);
         // Lines of the file counted so far (0 for a file registered just now).
         uint64_t base = state->file(c->file).lines;
-        if (c->label_conflict) state->NoteLabelsNotRanks(c->file);
-        // The chunk's notes (processes, ranks, ranks' last lines) are applied
-        // at their lines, between the events: subjects are then made in the
-        // order of the lines that name them, whatever the chunk size.
+        // The chunk's notes (labels that are no ranks, processes, ranks, ranks'
+        // last lines) are applied at their lines, between the events: subjects
+        // are then made in the order of the lines that name them, and labels
+        // stop being ranks at the same line, whatever the chunk size.
         notes.clear();
+        if (c->label_conflict) notes.push_back(Note{c->label_conflict_index, Note::kLabels, 0});
         for (size_t i = 0; i < c->processes.size(); ++i) {
           notes.push_back(Note{c->processes[i].line_index, Note::kProcess, static_cast<uint32_t>(i)});
         }
-        for (int r : c->ranks_used) {
-          const Chunk::RankSlot& slot = c->rank_slots[r];
-          if (slot.touch) notes.push_back(Note{slot.touch_index, Note::kRank, static_cast<uint32_t>(r)});
+        for (size_t i = 0; i < c->rank_slots.size(); ++i) {
+          const Chunk::RankSlot& slot = c->rank_slots[i];
+          if (slot.pid < 0) notes.push_back(Note{slot.first_index, Note::kRank, static_cast<uint32_t>(i)});
         }
         for (size_t i = 0; i < c->rank_lines.size(); ++i) {
           notes.push_back(Note{c->rank_lines[i].line_index, Note::kRankLine, static_cast<uint32_t>(i)});
@@ -423,11 +431,14 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
         auto notes_through = [&](uint64_t index) {
           for (; next_note < notes.size() && notes[next_note].line_index <= index; ++next_note) {
             const Note& n = notes[next_note];
-            if (n.kind == Note::kProcess) {
+            if (n.kind == Note::kLabels) {
+              state->NoteLabelsNotRanks(c->file);
+            } else if (n.kind == Note::kProcess) {
               const ProcessNote& pn = c->processes[n.item];
               state->NoteProcess(c->file, pn.host, pn.pid);
             } else if (n.kind == Note::kRank) {
-              state->TouchRank(c->file, static_cast<int>(n.item), c->rank_slots[n.item].touch_is_label);
+              const Chunk::RankSlot& slot = c->rank_slots[n.item];
+              state->TouchRank(c->file, slot.rank, slot.first_is_label);
             } else {
               const LineEvent& rl = c->rank_lines[n.item];
               state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);

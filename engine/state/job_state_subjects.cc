@@ -50,7 +50,10 @@ void JobState::TouchRank(int file, int rank, bool is_label) {
 void JobState::NoteRankLine(int file, int64_t line_no, const ParsedLine& line) {
   const int fact = rules_->fact(Fact::kLastLine);
   if (fact < 0) return;
-  const int si = SubjectFor(file, line, -1, /*previous=*/false);
+  int si = SubjectFor(file, line, -1, /*previous=*/false, /*weight=*/0);
+  if (rank_line_votes_.emplace(file, si, line.rank_hint, line.rank_hint_is_label).second) {
+    si = SubjectFor(file, line, -1, /*previous=*/false);
+  }
   SetFact(si, fact, "", CutUtf8(line.text, kMaxLastLineValue), 1, EvidenceRef::Of(file, line_no, line));
 }
 
