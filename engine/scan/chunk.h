@@ -150,7 +150,10 @@ struct Chunk {
   };
   std::vector<RankSlot> rank_slots;
   std::unordered_map<RankKey, uint32_t, RankKeyHash> rank_slot_of;
-  uint32_t last_rank_slot = UINT32_MAX;  // the previous line's key, looked at first
+  // Before the map: the slot of a (rank, pid) by a hash of both (host checked
+  // on use), 0 or slot + 1. Interleaved streams change key on every line.
+  static constexpr int kRankSlotCache = 256;
+  std::array<uint32_t, kRankSlotCache> rank_slot_cache{};
   std::vector<LineEvent> rank_lines;
   std::vector<FoldedRun> folds;
   std::vector<FoldEntry> fold_entries;
@@ -191,7 +194,7 @@ struct Chunk {
     process_seen.clear();
     rank_slots.clear();
     rank_slot_of.clear();
-    last_rank_slot = UINT32_MAX;
+    rank_slot_cache.fill(0);
     rank_lines.clear();
     folds.clear();
     fold_entries.clear();

@@ -129,8 +129,10 @@ void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint
   if (rank >= kMaxNotedRank) return;
   const bool process = !pl.host.empty() && pl.pid >= 0;
   const Chunk::RankKey key{rank, process ? pl.host : std::string_view(), process ? pl.pid : -1};
-  uint32_t k = c->last_rank_slot;
-  if (k == UINT32_MAX || !(Chunk::RankKey{c->rank_slots[k].rank, c->rank_slots[k].host, c->rank_slots[k].pid} == key)) {
+  uint32_t& cached = c->rank_slot_cache[SpreadBits(static_cast<uint64_t>(key.pid) * 65599 + rank) >> 56];
+  uint32_t k = cached - 1;
+  if (cached == 0 || c->rank_slots[k].rank != rank || c->rank_slots[k].pid != key.pid ||
+      c->rank_slots[k].host != key.host) {
     auto [it, added] = c->rank_slot_of.try_emplace(key, static_cast<uint32_t>(c->rank_slots.size()));
     if (added) {
       Chunk::RankSlot slot;
@@ -141,7 +143,8 @@ void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint
       slot.first_is_label = pl.rank_hint_is_label;
       c->rank_slots.push_back(slot);
     }
-    k = c->last_rank_slot = it->second;
+    k = it->second;
+    cached = k + 1;
   }
   c->rank_slots[k].raw = raw;
   c->rank_slots[k].index = index;

@@ -51,7 +51,10 @@ void JobState::NoteRankLine(int file, int64_t line_no, const ParsedLine& line) {
   const int fact = rules_->fact(Fact::kLastLine);
   if (fact < 0) return;
   int si = SubjectFor(file, line, -1, /*previous=*/false, /*weight=*/0);
-  if (rank_line_votes_.emplace(file, si, line.rank_hint, line.rank_hint_is_label).second) {
+  if (rank_line_votes_.size() <= static_cast<size_t>(file)) rank_line_votes_.resize(file + 1);
+  const uint64_t vote =
+      static_cast<uint64_t>(si) << 20 | static_cast<uint64_t>(line.rank_hint) << 1 | (line.rank_hint_is_label ? 1 : 0);
+  if (rank_line_votes_[file].insert(vote).second) {
     si = SubjectFor(file, line, -1, /*previous=*/false);
   }
   SetFact(si, fact, "", CutUtf8(line.text, kMaxLastLineValue), 1, EvidenceRef::Of(file, line_no, line));
