@@ -126,20 +126,9 @@ struct Chunk {
   // those lines parsed again, one per key (`rank_lines`). Keyed so, every
   // subject's last line is noted in every chunk it printed in: what it was
   // last is then the same whatever the chunk size.
-  struct RankSlot {
-    int rank = -1;
-    std::string_view host;  // the process, or "" and -1
-    int64_t pid = -1;
-    std::string_view raw;  // its last line
-    uint32_t index = 0;
-    // Its first line: a key of no process makes the rank's own subject there
-    // (JobState::TouchRank), at the same line whatever the chunk size.
-    uint32_t first_index = 0;
-    bool first_is_label = false;
-  };
   struct RankKey {
     int rank;
-    std::string_view host;
+    std::string_view host;  // the process, or "" and -1
     int64_t pid;
     bool operator==(const RankKey& o) const { return rank == o.rank && pid == o.pid && host == o.host; }
   };
@@ -147,6 +136,15 @@ struct Chunk {
     size_t operator()(const RankKey& k) const {
       return std::hash<std::string_view>()(k.host) * 31 + static_cast<size_t>(k.pid) * 7 + static_cast<size_t>(k.rank);
     }
+  };
+  struct RankSlot {
+    RankKey key;
+    std::string_view raw;  // its last line
+    uint32_t index = 0;
+    // Its first line: a key of no process makes the rank's own subject there
+    // (JobState::TouchRank), at the same line whatever the chunk size.
+    uint32_t first_index = 0;
+    bool first_is_label = false;
   };
   std::vector<RankSlot> rank_slots;
   std::unordered_map<RankKey, uint32_t, RankKeyHash> rank_slot_of;

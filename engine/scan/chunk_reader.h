@@ -265,8 +265,8 @@ class ChunkReader {
       if (last && !eof && !cr_lines_) {
         // Never between two lines the scanner might join as one hard-wrapped
         // line (hard_wrap.h): the join must not depend on the chunk size.
-        size_t k = static_cast<const char*>(last) - buf.data() + 1;
-        size_t safe = WrapSafeCut(buf.data(), k, n, opts_.max_line / 2);
+        const size_t safe =
+            WrapSafeCut(buf.data(), static_cast<const char*>(last) - buf.data() + 1, n, opts_.max_line / 2);
         if (safe == 0 && n < opts_.chunk_size + opts_.max_line / 2) continue;  // read on
         if (safe != 0) last = buf.data() + safe - 1;
       }

@@ -131,18 +131,9 @@ void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint
   const Chunk::RankKey key{rank, process ? pl.host : std::string_view(), process ? pl.pid : -1};
   uint32_t& cached = c->rank_slot_cache[SpreadBits(static_cast<uint64_t>(key.pid) * 65599 + rank) >> 56];
   uint32_t k = cached - 1;
-  if (cached == 0 || c->rank_slots[k].rank != rank || c->rank_slots[k].pid != key.pid ||
-      c->rank_slots[k].host != key.host) {
+  if (cached == 0 || !(c->rank_slots[k].key == key)) {
     auto [it, added] = c->rank_slot_of.try_emplace(key, static_cast<uint32_t>(c->rank_slots.size()));
-    if (added) {
-      Chunk::RankSlot slot;
-      slot.rank = rank;
-      slot.host = key.host;
-      slot.pid = key.pid;
-      slot.first_index = index;
-      slot.first_is_label = pl.rank_hint_is_label;
-      c->rank_slots.push_back(slot);
-    }
+    if (added) c->rank_slots.push_back(Chunk::RankSlot{key, raw, index, index, pl.rank_hint_is_label});
     k = it->second;
     cached = k + 1;
   }
@@ -242,7 +233,7 @@ void ParseRankLines(Chunk* c) {
   for (const Chunk::RankSlot& slot : c->rank_slots) {
     c->probe.ResetStream();
     c->probe.ParseEach(slot.raw, &c->arena, [&](ParsedLine& pl, int piece) {
-      if (piece == 0 && pl.rank_hint == slot.rank) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
+      if (piece == 0 && pl.rank_hint == slot.key.rank) c->rank_lines.push_back(LineEvent{pl, slot.index, 0, 0});
     });
   }
 }
@@ -424,7 +415,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
         }
         for (size_t i = 0; i < c->rank_slots.size(); ++i) {
           const Chunk::RankSlot& slot = c->rank_slots[i];
-          if (slot.pid < 0) notes.push_back(Note{slot.first_index, Note::kRank, static_cast<uint32_t>(i)});
+          if (slot.key.pid < 0) notes.push_back(Note{slot.first_index, Note::kRank, static_cast<uint32_t>(i)});
         }
         for (size_t i = 0; i < c->rank_lines.size(); ++i) {
           notes.push_back(Note{c->rank_lines[i].line_index, Note::kRankLine, static_cast<uint32_t>(i)});
@@ -441,7 +432,7 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
               state->NoteProcess(c->file, pn.host, pn.pid);
             } else if (n.kind == Note::kRank) {
               const Chunk::RankSlot& slot = c->rank_slots[n.item];
-              state->TouchRank(c->file, slot.rank, slot.first_is_label);
+              state->TouchRank(c->file, slot.key.rank, slot.first_is_label);
             } else {
               const LineEvent& rl = c->rank_lines[n.item];
               state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);

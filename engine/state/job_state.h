@@ -209,10 +209,10 @@ class JobState {
   // Per file: the values `remember:` rules kept, by slot (RuleSet::remembered()),
   // one slot per remembered name from the file's first line.
   std::vector<std::vector<std::string>> remembered_;
-  // The (subject, rank, label?) a rank line of each file has voted for (NoteRankLine
-  // votes once each: the scanner notes a rank's last line once a chunk, and a
-  // vote a chunk would make the tally depend on the chunk size).
-  // Per file, keys subject << 20 | rank << 1 | label (ranks noted are below 2^16).
+  // Per file, the (subject, rank, label?) its rank lines have voted for, as
+  // subject << 20 | rank << 1 | label (ranks noted are below 2^16). NoteRankLine
+  // votes once for each: the scanner notes a rank's last line once a chunk, and
+  // a vote a chunk would make the tally depend on the chunk size.
   std::vector<std::unordered_set<uint64_t>> rank_line_votes_;
   // ProcessSubject's cache: the subject of a pid, by a hash of the pid (host
   // checked on use). Interleaved streams (srun -l, one file of every rank)
