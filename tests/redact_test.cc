@@ -75,6 +75,23 @@ TEST(Redact, UsersJobsAndWhatMustStay) {
   EXPECT_EQ(redacted.find("gpu-node-7"), std::string::npos);
 }
 
+// Learn searches its words block by block (16 KiB, overlapping): a word that
+// straddles a block's end is found, at every offset around it, and a text
+// without any of them teaches nothing.
+TEST(Redact, LearnFindsAWordAcrossItsSearchBlocks) {
+  for (size_t at = (16 << 10) - 8; at <= (16 << 10) + 1; ++at) {
+    Redactor r("test-key");
+    std::string text(at, 'x');
+    text += "/Users/zeyer/train.py\n";
+    text.append(40000, 'y');
+    r.Learn(text);
+    EXPECT_EQ(r.Redact("ls /data/zeyer/x").find("zeyer"), std::string::npos) << "word at " << at;
+  }
+  Redactor none("test-key");
+  none.Learn(std::string(50000, 'x') + " zeyer " + std::string(50000, 'y'));
+  EXPECT_NE(none.Redact("ls /data/zeyer/x").find("zeyer"), std::string::npos);
+}
+
 // A container id is 64 hex digits whatever its first one is: one starting with
 // a digit was taken for a number (a job id) and kept.
 TEST(Redact, ContainerIdsStartingWithADigitAreReplaced) {

@@ -104,9 +104,17 @@ void Redactor::Learn(std::string_view text) {
       v->emplace_back(w);
     return v;
   }();
-  if (std::none_of(kWords->begin(), kWords->end(),
-                   [&](const LiteralFinder& f) { return f.Find(text) != std::string_view::npos; }))
-    return;
+  // The searches go block by block, so that the eight of them read a block from
+  // the cache, not the whole text from memory eight times (a scan's chunk is
+  // larger than the cache). Blocks overlap by the longest word's length less one.
+  constexpr size_t kBlock = 16 << 10, kOverlap = 6;
+  bool any = false;
+  for (size_t at = 0; at < text.size() && !any; at += kBlock) {
+    const std::string_view block = text.substr(at, kBlock + kOverlap);
+    any = std::any_of(kWords->begin(), kWords->end(),
+                      [&](const LiteralFinder& f) { return f.Find(block) != std::string_view::npos; });
+  }
+  if (!any) return;
   re2::StringPiece in(text.data(), text.size());
   std::string user, puser, phost, job;
   while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
@@ -196,7 +204,9 @@ const std::string& Redactor::Pseudonym(int kind, std::string_view value) {
 namespace {
 
 // Character classes of the token pass, one table lookup a byte.
-enum : uint8_t { kRun = 1, kDigitC = 2, kPunct = 4 };  // kPunct: '.' or ':' (a dotted or ':'-joined run)
+// kPunct: '.' or ':' (a dotted or ':'-joined run). A run whose bytes hold no ':'
+// (no '.') needs no search for one.
+enum : uint8_t { kRun = 1, kDigitC = 2, kColon = 4, kDot = 8, kPunct = kColon | kDot };
 struct CharTable {
   uint8_t c[256] = {};
   CharTable() {
@@ -204,7 +214,8 @@ struct CharTable {
       const char ch = static_cast<char>(x);
       if (HostChar(ch) || ch == '.' || ch == ':') c[x] |= kRun;
       if (IsDigit(ch)) c[x] |= kDigitC;
-      if (ch == '.' || ch == ':') c[x] |= kPunct;
+      if (ch == ':') c[x] |= kColon;
+      if (ch == '.') c[x] |= kDot;
     }
   }
 };
@@ -347,8 +358,9 @@ void Redactor::Redact(std::string_view in, std::string* out) {
       i = j;
       continue;
     }
-    const size_t colon = run.find(':');
-    if (colon != std::string_view::npos && run.find(':', colon + 1) != std::string_view::npos && LooksLikeIpv6(run) &&
+    const size_t colon = seen & kColon ? run.find(':') : std::string_view::npos;
+    // An IPv6 address's first group has at most 4 digits ("gpu-node-7:4821:4829" is none).
+    if (colon <= 4 && run.find(':', colon + 1) != std::string_view::npos && LooksLikeIpv6(run) &&
         !std::all_of(run.begin(), run.end(), [](char c) { return IsDigit(c) || c == ':'; })) {
       replace(i, run.size(), kIp6);
       i = j;
@@ -358,14 +370,15 @@ void Redactor::Redact(std::string_view in, std::string* out) {
     size_t p = i;
     while (p < e) {
       size_t q = p;
+      if (!(seen & kColon)) q = e;
       while (q < e && in[q] != ':') ++q;
       const std::string_view part = in.substr(p, q - p);
       const char pb = p > 0 ? in[p - 1] : ' ';
       const char pa = q < n ? in[q] : ' ';
       if (part.empty()) {
-      } else if (LooksLikeIpv4(part)) {
+      } else if ((seen & kDot) && LooksLikeIpv4(part)) {
         replace(p, part.size(), kIp4);
-      } else if (size_t v4 = Ipv4Prefix(part)) {
+      } else if (size_t v4 = seen & kDot ? Ipv4Prefix(part) : 0) {
         replace(p, v4, kIp4);  // "192.168.11.119.kern.log": an address a file is named after
       } else if (part.size() == 64 && std::all_of(part.begin(), part.end(), IsHexDigit)) {
         replace(p, part.size(), kContainer);  // before numbers: an id may start with a digit
@@ -375,13 +388,13 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         while (d < part.size() && IsDigit(part[d])) ++d;
         const std::string_view digits = part.substr(0, d);
         const bool job_word =
-            pb == '=' &&
+            pb == '=' && p >= 2 && (in[p - 2] == 'D' || in[p - 2] == 'd') &&  // each word ends "D=" or "d="
             EndsWithAny(in.substr(0, p), {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_ARRAY_JOB_ID=", "StepId=", "JobId="});
         if ((job_word || (d >= 5 && jobs_.count(digits))) && (d == part.size() || part[d] == '.')) replace(p, d, kJob);
       } else {
         // A host: the part up to its first '.', or that without a short NIC suffix ("-ib").
         const bool home = pb == '/' && EndsWithAny(in.substr(0, p), {"/home/", "/Users/"});
-        const size_t dot = part.find('.');
+        const size_t dot = seen & kDot ? part.find('.') : std::string_view::npos;
         if (dot != std::string_view::npos && dot + 1 < part.size() && !hosts_.count(part.substr(0, dot))) {
           // A host inside a dotted name ("nccl.ws-gpu01.20311", NCCL_DEBUG_FILE's): each label.
           bool any = false;
