@@ -332,11 +332,11 @@ void Checks::StoppedInCollectives(const CompiledCorrelation& c) const {
   Emit(c, {}, {}, vars, "run", ev);
 }
 
-// no_progress: lines were recognised (PyTorch, NCCL, a launcher), yet no
-// process shows a stage of its run, an error of its own, a timeout or its
-// end: a log of warnings and launcher lines says nothing about whether the
-// run worked, so the verdict is "incomplete", never "ok" (DESIGN §10:
-// healthy needs evidence).
+// no_progress: lines were recognised (PyTorch, NCCL, a launcher) or matched (a
+// framework's banner, kernel or inventory tools), yet no process shows a stage
+// of its run, an error of its own, a timeout or its end: a log of warnings and
+// launcher lines says nothing about whether the run worked, so the verdict is
+// "incomplete", never "ok" (DESIGN §10: healthy needs evidence).
 void Checks::NoProgress(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
   const RuleSet& rules = state.rules();
@@ -349,9 +349,12 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
     if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
   }
   // An error line shows how the run ended, whoever printed it ("Test NCCL failure").
+  Severity worst_line = Severity::kInfo;
   for (const auto& kv : state.line_findings()) {
     const int r = kv.second.rule;
-    if (r >= 0 && rules.rules()[r].spec.finding.severity >= Severity::kError) return;
+    if (r < 0) continue;
+    if (rules.rules()[r].spec.finding.severity >= Severity::kError) return;
+    worst_line = std::max(worst_line, rules.rules()[r].spec.finding.severity);
   }
   const int last_line = rules.fact(Fact::kLastLine);
   int processes = 0;
@@ -369,10 +372,15 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
     if (last && ev.size() < kMaxEvidencePerFinding) ev.push_back(last->evidence);
   }
   const Counters& counters = state.counters();
-  // Nothing recognised: "unknown", said elsewhere. nccl-tests' banner counts as read.
+  // Nothing recognised or matched: "unknown", said elsewhere. nccl-tests' banner counts as read.
   bool nccltests = false, results = false;
   NcclTestsShown(state, &nccltests, &results);
-  if (counters.recognised_lines() == 0 && !nccltests) return;
+  // Only lines of other programs matched (a framework's banner, kernel or
+  // inventory tools): they say nothing of the run's progress unless one of
+  // them is a warning of its own (a stall report with no rank to hold it).
+  if (counters.recognised_lines() == 0 && !nccltests &&
+      (counters.matched_lines == 0 || worst_line >= Severity::kWarning))
+    return;
   // What was read, by family ("3 PyTorch and 12 NCCL lines").
   std::vector<std::string> read;
   const std::pair<Family, const char*> kNames[] = {
@@ -384,7 +392,10 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   const bool nccl = counters.family_lines[static_cast<int>(Family::kNccl)] > 0;
   if (nccltests) read.push_back("nccl-tests banner");
   Vars vars{{"processes", std::to_string(processes)},
-            {"lines", Join(read) + " line(s)"},
+            {"lines", read.empty() ? fmt::format("{} line(s) the rules read, none of them NCCL, PyTorch or launcher "
+                                                 "output (a framework's banner, kernel or inventory tools)",
+                                                 counters.matched_lines)
+                                   : Join(read) + " line(s) of distributed-training output"},
             {"init", nccl ? "no NCCL line that marks a stage of communicator init (Init START or COMPLETE, the "
                             "transports, the channels)"
                           : "no NCCL communicator init (NCCL_DEBUG=INFO prints it)"}};
