@@ -129,7 +129,7 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
     }
     if (!StripOneWrapper(&s, out)) break;
   }
-  out->text = s;
+  out->text = WithoutRayRepeatSuffix(s);
 }
 
 // Consecutive lines of one process mostly start with the same header bytes
@@ -144,10 +144,10 @@ bool LineParser::ParseRepeatedHeader(std::string_view raw, ParsedLine* out, std:
   if (h.empty()) return false;
   const std::string_view s = WithoutLineEnd(raw);
   if (s.size() < h.size() || !EqualBytes(s.data(), h.data(), h.size())) return false;
-  std::string_view msg = s.substr(h.size());
+  std::string_view msg = WithoutRayRepeatSuffix(s.substr(h.size()));
   ByteScan scan = ScanBytes(msg);
   if (scan.ansi || scan.control) return false;  // CR and NUL are control bytes too
-  out->text = s;
+  out->text = s.substr(0, h.size() + msg.size());
   out->family = Family::kNccl;
   out->level = repeat_.level;
   out->host = s.substr(0, repeat_.host_len);

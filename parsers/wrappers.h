@@ -41,6 +41,11 @@ bool MatchNcclProcess(std::string_view s, NcclProcess* np);
 // and returns true; false if *s starts with no known wrapper.
 bool StripOneWrapper(std::string_view* s, ParsedLine* out);
 
+// Ray's log deduplication (RAY_DEDUP_LOGS, on by default since Ray 2.3) prints a
+// line that several workers printed once, ending in " [repeated 15x across
+// cluster]": the line without that ending (s itself when it has none).
+std::string_view WithoutRayRepeatSuffix(std::string_view s);
+
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_PARSERS_WRAPPERS_H_

@@ -177,6 +177,14 @@ INSTANTIATE_TEST_SUITE_P(
              Family::kTorch, "[Rank 3] Watchdog caught", nullptr, -1, -2, 3, -2, "10.175.94.190"},
         Case{"ray_nested", std::string("(pid=123) (Worker pid=456) ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17"},
+        // Ray's log deduplication ends a line many workers printed with its count.
+        Case{"ray_dedup_suffix",
+             std::string("(RayTrainWorker pid=954, ip=10.67.1.2) ") + kInfo + " [repeated 15x across cluster]",
+             Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2, "10.67.1.2"},
+        Case{"ray_dedup_suffix_bare", std::string(kInfo) + " [repeated 3x across cluster]", Family::kNccl,
+             "Using network IB", "gpu-a17"},
+        Case{"ray_dedup_lookalike_kept", std::string(kInfo) + " [repeated x across cluster]", Family::kNccl,
+             "Using network IB [repeated x across cluster]", "gpu-a17"},
         Case{"iso_shipper", std::string("2024-11-22T10:15:32.123Z ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, -2, -2, nullptr, nullptr, -2, true},
         Case{"syslog", std::string("Nov 22 10:15:32 gpu-a17 python[123]: ") + kInfo, Family::kNccl, "Using network IB",
@@ -287,6 +295,20 @@ TEST(LineParser, SplitsTwoGluedNcclLines) {
   EXPECT_EQ(b.host, "n2");
   EXPECT_EQ(b.message, "Using network Socket");
   EXPECT_TRUE(rest2.empty());
+}
+
+// The second line of one process reuses the first's header parse
+// (ParseRepeatedHeader); Ray's dedup suffix is dropped on that path too.
+TEST(LineParser, RayRepeatSuffixIsDroppedAfterARepeatedHeader) {
+  LineParser parser;
+  Arena arena;
+  ParsedLine a, b;
+  std::string_view rest;
+  parser.Parse("h1:1:1 [0] NCCL INFO NET/IB : No device found.", &arena, &a, &rest);
+  parser.Parse("h1:1:1 [0] NCCL INFO Using network Socket [repeated 15x across cluster]", &arena, &b, &rest);
+  EXPECT_EQ(b.message, "Using network Socket");
+  EXPECT_EQ(b.text, "h1:1:1 [0] NCCL INFO Using network Socket");
+  EXPECT_EQ(b.host, "h1");
 }
 
 // Glued without a blank, the second line starts at its host name: the end of

@@ -353,7 +353,10 @@ const FactValue* ConditionValue(const Subject& sub, int fact, const Condition& c
 }
 
 void ConditionKind(CorrelationCtx& x) {
-  if (x.c.spec.job_hosts_gt >= 0 && static_cast<int>(x.state.Hosts().size()) <= x.c.spec.job_hosts_gt) return;
+  // The job's hosts: those the logs place processes on, or as many nodes as
+  // the job itself says it spans (NCCL's nNodes: an excerpt of one node's lines).
+  const int64_t hosts = std::max<int64_t>(static_cast<int64_t>(x.state.Hosts().size()), x.state.StatedNodes());
+  if (x.c.spec.job_hosts_gt >= 0 && hosts <= x.c.spec.job_hosts_gt) return;
   std::vector<int> hits;
   std::vector<const FactValue*> ev;
   std::string value;

@@ -151,28 +151,13 @@ void FillWhere(const std::map<std::string, std::string>& vars, Finding* f) {
   f->sequence = get({"seq", "seqnum"});
 }
 
-// How many nodes the job says it runs on (the `nodes` fact: NCCL's nNodes,
-// torchrun's --standalone / --nnodes, the rendezvous' group_world_size): the
-// largest stated, 0 when nothing says.
-int64_t StatedNodes(const JobState& state) {
-  const int nodes = state.rules().fact(Fact::kNodes);
-  int64_t most = 0;
-  if (nodes < 0) return most;
-  for (int s : state.LiveSubjects()) {
-    const FactValue* v = state.subjects()[s].Get(nodes);
-    int64_t n;
-    if (v && ParseInt(v->value, &n)) most = std::max(most, n);
-  }
-  return most;
-}
-
 // Whether the job runs on one node: it says so, or it says nothing and every
 // rank of the job is in the logs, all on one host (a complete picture, not an
 // excerpt of one host's lines): the ranks of its largest communicator, or of
 // nccl-tests' device map ("#  Rank  1 Group  0 Pid … on host device …"),
 // which lists every rank of the run.
 bool OneNode(const JobState& state) {
-  const int64_t stated = StatedNodes(state);
+  const int64_t stated = state.StatedNodes();
   if (stated > 0) return stated == 1;
   int world = 0;
   for (const auto& kv : state.comms()) world = std::max(world, kv.second.nranks);

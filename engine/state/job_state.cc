@@ -373,6 +373,18 @@ std::set<std::string> JobState::Hosts() const {
   return h;
 }
 
+int64_t JobState::StatedNodes() const {
+  const int nodes = rules_->fact(Fact::kNodes);
+  int64_t most = 0;
+  if (nodes < 0) return most;
+  for (const Subject& s : subjects_.all) {
+    const FactValue* v = s.merged_away ? nullptr : s.Get(nodes);
+    int64_t n;
+    if (v && ParseInt(v->value, &n)) most = std::max(most, n);
+  }
+  return most;
+}
+
 std::vector<int> JobState::LiveSubjects() const {
   std::vector<int> out;
   for (size_t i = 0; i < subjects_.all.size(); ++i) {

@@ -131,6 +131,10 @@ class JobState {
   void AddFlightRecorder(FrFile f) { counters_.over_fr_entry_cap += dumps_.Add(std::move(f)); }
   const std::vector<FrFile>& flight_recorders() const { return dumps_.files; }
   std::set<std::string> Hosts() const;
+  // How many nodes the job says it runs on (the `nodes` fact: NCCL's nNodes,
+  // torchrun's --standalone / --nnodes, the rendezvous' group_world_size): the
+  // largest stated, 0 when nothing says.
+  int64_t StatedNodes() const;
   // The live subject that subject `s` was merged into (s itself if live).
   int LiveSubject(int s) const {
     while (s >= 0 && static_cast<size_t>(s) < subjects_.all.size() && subjects_.all[s].merged_away)
