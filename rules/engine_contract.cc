@@ -120,6 +120,8 @@ const std::vector<EngineFact>& EngineFacts() {
        "finding)"},
       {Fact::kWorkerPid, "worker_pid", MergeMode::kFirst, false, KeyKind::kName,
        "the join of a kernel line's pid (the OOM killer) with the rank whose worker torchrun says had it"},
+      {Fact::kWatchdogFired, "watchdog_fired", MergeMode::kFirst, false, KeyKind::kName,
+       "the extreme correlation's silent-rank test: a rank whose own watchdog fired waited, it was not silent"},
   };
   return kFacts;
 }

@@ -77,6 +77,7 @@ enum class Fact : int {
   kNvlinkUp,
   kEnv,
   kWorkerPid,
+  kWatchdogFired,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

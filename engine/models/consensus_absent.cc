@@ -175,9 +175,9 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
     }
     if (!zero) return;
     // (PyTorch prints last enqueued / completed work only when its watchdog fires.)
-    for (Fact f :
-         {Fact::kTimeoutSeq, Fact::kTimeoutOp, Fact::kLastEnqueued, Fact::kLastCompleted, Fact::kCrash, Fact::kOom,
-          Fact::kCleanEnd, Fact::kCommAbort, Fact::kElasticFailed, Fact::kStoreWait, Fact::kFirstError}) {
+    for (Fact f : {Fact::kTimeoutSeq, Fact::kTimeoutOp, Fact::kLastEnqueued, Fact::kLastCompleted, Fact::kCrash,
+                   Fact::kOom, Fact::kCleanEnd, Fact::kCommAbort, Fact::kElasticFailed, Fact::kStoreWait,
+                   Fact::kFirstError, Fact::kWatchdogFired}) {
       if (zero->Has(state.rules().fact(f))) return;
     }
     const FactValue* last = zero->Get(state.rules().fact(Fact::kLastLine));

@@ -67,10 +67,14 @@ bool CaughtUp(const CorrelationCtx& x, const std::set<int>& reporters, const Sub
 // The ranks that reported nothing (silent_is_behind: they count as the ones behind).
 std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& reporters) {
   std::vector<int> silent;
+  const int fired = x.state.rules().fact(Fact::kWatchdogFired);
   for (int s : x.live) {
     const Subject& sub = x.state.subjects()[s];
     if (sub.rank < 0 || reporters.count(s)) continue;
     if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
+    // Its own watchdog fired (a flight-recorder notice of its timeout): it waited too,
+    // its timeout line is only missing from the excerpt.
+    if (fired >= 0 && sub.Has(fired)) continue;
     if (CaughtUp(x, reporters, sub)) continue;
     silent.push_back(s);
   }
