@@ -53,6 +53,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kTopoGdrDistance, "topo_gdr_distance"},
       {CollectiveCheck::kTopoP2pPath, "topo_p2p_path"},
       {CollectiveCheck::kShmDespiteNvlink, "shm_despite_nvlink"},
+      {CollectiveCheck::kDuplicateGpu, "duplicate_gpu"},
   };
   return kRows;
 }

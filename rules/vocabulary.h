@@ -73,6 +73,7 @@ enum class CollectiveCheck : int {
   kTopoGdrDistance,
   kTopoP2pPath,
   kShmDespiteNvlink,
+  kDuplicateGpu,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

@@ -387,6 +387,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kTopoP2pPath:
           x.TopoP2pPath(c);
           break;
+        case CollectiveCheck::kDuplicateGpu:
+          x.DuplicateGpu(c);
+          break;
         case CollectiveCheck::kShmDespiteNvlink:
           x.ShmDespiteNvlink(c);
           break;

@@ -108,6 +108,8 @@ struct Checks {
   void TopoGdrDistance(const CompiledCorrelation& c) const;
   void TopoP2pPath(const CompiledCorrelation& c) const;
   void ShmDespiteNvlink(const CompiledCorrelation& c) const;
+  // Two ranks of one communicator whose init lines name the same GPU (busId) on one host.
+  void DuplicateGpu(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;

@@ -215,4 +215,47 @@ void Checks::ShmDespiteNvlink(const CompiledCorrelation& c) const {
   Emit(c, {}, {}, Vars{{"value", "via SHM, no P2P channel"}, {"source", source}}, "topology", ev, &hosts);
 }
 
+// duplicate_gpu: the communicator init lines of two processes on one host name
+// the same GPU (busId) for two ranks of one communicator. NCCL refuses it
+// ("Duplicate GPU detected", ncclInvalidUsage) where it checks; an excerpt may
+// hold only the init lines, and older releases hang instead.
+void Checks::DuplicateGpu(const CompiledCorrelation& c) const {
+  const int bus = state.rules().fact(Fact::kGpuBus);
+  if (bus < 0) return;
+  // NCCL 2.30+ lets ranks share a GPU when told to.
+  const int env = state.rules().fact(Fact::kEnv);
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (env < 0 || env >= static_cast<int>(sub.keyed.size())) continue;
+    auto it = sub.keyed[env].find("NCCL_MULTI_RANK_GPU_ENABLE");
+    if (it != sub.keyed[env].end() && it->second.value == "1") return;
+  }
+  for (const auto& [id, comm] : state.comms()) {
+    // (host, busId) -> the live subjects whose init line names it.
+    std::map<std::pair<std::string, std::string>, std::set<int>> users;
+    for (int s : comm.subjects) {
+      const int live = state.LiveSubject(s);
+      const Subject& sub = state.subjects()[live];
+      const FactValue* v = sub.Get(bus);
+      if (v && !sub.host.empty() && sub.rank >= 0) users[{sub.host, v->value}].insert(live);
+    }
+    for (const auto& [where, subs] : users) {
+      std::set<int> ranks;
+      std::set<int64_t> pids;
+      std::vector<Evidence> ev;
+      for (int s : subs) {
+        const Subject& sub = state.subjects()[s];
+        ranks.insert(sub.rank);
+        if (sub.pid >= 0) pids.insert(sub.pid);
+        if (ev.size() < kMaxEvidencePerFinding) ev.push_back(sub.Get(bus)->evidence);
+      }
+      // One process driving one GPU under two ranks is not two processes.
+      if (ranks.size() < 2 || pids.size() < 2) continue;
+      const std::vector<std::string> hosts{where.first};
+      Emit(c, std::vector<int>(ranks.begin(), ranks.end()), {},
+           Vars{{"value", where.second}, {"group", "communicator " + id}}, "duplicate GPU", ev, &hosts);
+    }
+  }
+}
+
 }  // namespace ncclscan
