@@ -415,12 +415,14 @@ std::string RankLog(int rank) {
   s += p + "NCCL version 2.21.5+cuda12.4\n";
   s += p + "Using network IB\n";
   s += p + "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
-       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init START\n";
+       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId " + std::to_string(20 + rank % 2) +
+       "000 commId 0xabc - Init START\n";
   s += p + "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
-       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE\n";
+       " nranks 4 cudaDev " + std::to_string(rank % 2) + " nvmlDev 0 busId " + std::to_string(20 + rank % 2) +
+       "000 commId 0xabc - Init COMPLETE\n";
   // The run's end: without it the verdict is "incomplete" (healthy needs evidence).
   s += p + "comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) + " nranks 4 cudaDev " +
-       std::to_string(rank % 2) + " busId 1b000 - Destroy COMPLETE\n";
+       std::to_string(rank % 2) + " busId " + std::to_string(20 + rank % 2) + "000 - Destroy COMPLETE\n";
   return s;
 }
 

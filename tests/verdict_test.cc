@@ -23,15 +23,15 @@ std::string InitLines(int rank, int nranks, bool complete) {
   std::string s = Nccl(rank, "NCCL version 2.21.5+cuda12.4");
   s += Nccl(rank, "Bootstrap : Using eth0:10.0.0.1<0>");
   s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
-                      " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
-                      " nvmlDev 0 busId 1b000 commId 0xabc - Init START");
+                      " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) + " nvmlDev 0 busId " +
+                      std::to_string(20 + rank) + "000 commId 0xabc - Init START");
   s +=
       Nccl(rank, "Channel 00/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
                      std::to_string((rank + 1) % nranks) + "[" + std::to_string((rank + 1) % nranks) + "] via P2P/IPC");
   if (complete) {
     s += Nccl(rank, "ncclCommInitRank comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
-                        " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) +
-                        " nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE");
+                        " nranks " + std::to_string(nranks) + " cudaDev " + std::to_string(rank) + " nvmlDev 0 busId " +
+                        std::to_string(20 + rank) + "000 commId 0xabc - Init COMPLETE");
   }
   return s;
 }
@@ -52,7 +52,8 @@ std::string Coll(int rank, int opcount) {
 
 std::string Destroy(int rank) {
   return Nccl(rank, "comm 0x55d0c1a0e9f" + std::to_string(rank) + " rank " + std::to_string(rank) +
-                        " nranks 2 cudaDev " + std::to_string(rank) + " busId 1b000 - Destroy COMPLETE");
+                        " nranks 2 cudaDev " + std::to_string(rank) + " busId " + std::to_string(20 + rank) +
+                        "000 - Destroy COMPLETE");
 }
 
 struct Row {
@@ -210,10 +211,10 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"second_comm_init_open",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              Nccl(0,
-                  "ncclCommInitRank comm 0x77 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xdef - Init "
+                  "ncclCommInitRank comm 0x77 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 20000 commId 0xdef - Init "
                   "START") +
              Nccl(1,
-                  "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 1c000 commId 0xdef - Init "
+                  "ncclCommInitRank comm 0x78 rank 1 nranks 2 cudaDev 1 nvmlDev 0 busId 21000 commId 0xdef - Init "
                   "START")},
             "incomplete",
             "RUN-STOPPED-IN-INIT",
