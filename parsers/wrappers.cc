@@ -554,12 +554,12 @@ constexpr WrapperStripper kWrapperKinds[] = {
 }  // namespace
 
 std::string_view WithoutRayRepeatSuffix(std::string_view s) {
-  static constexpr std::string_view kTail = "x across cluster]";
-  if (s.size() < kTail.size() + 12 || s.back() != ']' || !EndsWith(s, kTail)) return s;
+  static constexpr std::string_view kHead = " [repeated ", kTail = "x across cluster]";
+  // (The last byte first: nearly every line a scan reads has no such ending.)
+  if (s.size() < kHead.size() + 1 + kTail.size() || s.back() != ']' || !EndsWith(s, kTail)) return s;
   size_t i = s.size() - kTail.size();
   const size_t digits_end = i;
   while (i > 0 && IsDigit(s[i - 1])) --i;
-  static constexpr std::string_view kHead = " [repeated ";
   if (i == digits_end || i < kHead.size() || s.substr(i - kHead.size(), kHead.size()) != kHead) return s;
   return s.substr(0, i - kHead.size());
 }

@@ -86,13 +86,16 @@ std::vector<Matrix> ReadMatrices(const JobState& state) {
   return out;
 }
 
-// Whether any process of the job set NCCL variable `var` (a user's choice).
-bool EnvSet(const JobState& state, std::string_view var) {
+// Whether any process of the job set NCCL variable `var` (a user's choice), to
+// `value` where one is given.
+bool EnvSet(const JobState& state, std::string_view var, std::string_view value = {}) {
   const int env = state.rules().fact(Fact::kEnv);
   if (env < 0) return false;
   for (int s : state.LiveSubjects()) {
     const KeyedValues* m = state.subjects()[s].keyed.Find(env);
-    if (m && m->find(var) != m->end()) return true;
+    if (!m) continue;
+    auto it = m->find(var);
+    if (it != m->end() && (value.empty() || it->second.value == value)) return true;
   }
   return false;
 }
@@ -222,14 +225,7 @@ void Checks::ShmDespiteNvlink(const CompiledCorrelation& c) const {
 void Checks::DuplicateGpu(const CompiledCorrelation& c) const {
   const int bus = state.rules().fact(Fact::kGpuBus);
   if (bus < 0) return;
-  // NCCL 2.30+ lets ranks share a GPU when told to.
-  const int env = state.rules().fact(Fact::kEnv);
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    if (env < 0 || env >= static_cast<int>(sub.keyed.size())) continue;
-    auto it = sub.keyed[env].find("NCCL_MULTI_RANK_GPU_ENABLE");
-    if (it != sub.keyed[env].end() && it->second.value == "1") return;
-  }
+  if (EnvSet(state, "NCCL_MULTI_RANK_GPU_ENABLE", "1")) return;  // sharing a GPU on purpose (NCCL 2.30+)
   for (const auto& [id, comm] : state.comms()) {
     // (host, busId) -> the live subjects whose init line names it.
     std::map<std::pair<std::string, std::string>, std::set<int>> users;

@@ -369,8 +369,7 @@ void Redactor::Redact(std::string_view in, std::string* out) {
     // The run's ':'-separated parts.
     size_t p = i;
     while (p < e) {
-      size_t q = p;
-      if (!(seen & kColon)) q = e;
+      size_t q = seen & kColon ? p : e;  // a run without ':' is one part
       while (q < e && in[q] != ':') ++q;
       const std::string_view part = in.substr(p, q - p);
       const char pb = p > 0 ? in[p - 1] : ' ';
