@@ -45,7 +45,6 @@ void RuleLoader::CompilePrefilter(RuleSet* rs) {
   std::vector<char> no_literal(rs->rules_.size(), 0);
   OnTwoThreads(rs->rules_.size(), [&](size_t i) {
     CompiledRule& cr = rs->rules_[i];
-    if (cr.spec.fallback) return;  // not prefiltered: tried when nothing else speaks for a line
     if (!cr.spec.fields.empty()) {
       // The longest anchor is required by construction.
       std::string best;
@@ -64,7 +63,9 @@ void RuleLoader::CompilePrefilter(RuleSet* rs) {
     std::vector<int> none, pots;
     one.AllPotentials(none, &pots);
     if (atoms.empty() || !pots.empty()) {
-      no_literal[i] = 1;
+      // A catch-all need not have a literal: it is tried only when no other
+      // rule speaks for a line, and then on every line its level admits.
+      if (!cr.spec.fallback) no_literal[i] = 1;
       return;
     }
     // Key atoms: a smallest-effort hitting set — every match contains at least one

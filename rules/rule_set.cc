@@ -107,8 +107,12 @@ void RuleSet::IndexRules() {
   atom_rules_.clear();
   info_atom_rules_.clear();
   fallback_rules_.clear();
+  fallback_gated_.clear();
+  fallback_atoms_.clear();
+  fallback_info_atoms_.clear();
   fallback_nccl_levels_ = fallback_c10_severities_ = 0;
   std::map<std::string, int, std::less<>> atom_id, info_atom_id;
+  // Registers atom a (once) and returns its id; rule >= 0 is keyed on it.
   auto add = [](LiteralMatcher* m, std::map<std::string, int, std::less<>>* ids, std::vector<std::vector<int>>* rules,
                 const std::string& a, int rule) {
     auto it = ids->find(a);
@@ -116,7 +120,8 @@ void RuleSet::IndexRules() {
       it = ids->emplace(a, m->Add(a)).first;
       rules->emplace_back();
     }
-    (*rules)[it->second].push_back(rule);
+    if (rule >= 0) (*rules)[it->second].push_back(rule);
+    return it->second;
   };
   for (size_t i = 0; i < rules_.size(); ++i) {
     const CompiledRule& cr = rules_[i];
@@ -124,6 +129,16 @@ void RuleSet::IndexRules() {
       fallback_rules_.push_back(static_cast<int>(i));
       fallback_nccl_levels_ |= cr.nccl_levels;
       fallback_c10_severities_ |= cr.c10_severities;
+      // Its key atoms gate it without making it a candidate of a line.
+      fallback_gated_.push_back(cr.key_atoms.empty() ? 0 : 1);
+      fallback_atoms_.emplace_back();
+      fallback_info_atoms_.emplace_back();
+      for (const auto& a : cr.key_atoms) {
+        fallback_atoms_.back().push_back(add(&matcher_, &atom_id, &atom_rules_, a, -1));
+        if (cr.AdmitsNcclInfo()) {
+          fallback_info_atoms_.back().push_back(add(&info_matcher_, &info_atom_id, &info_atom_rules_, a, -1));
+        }
+      }
       continue;
     }
     for (const auto& a : cr.key_atoms) {

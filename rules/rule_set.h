@@ -253,10 +253,9 @@ class RuleSet {
   // (their headers are a fifth of the bytes and carry no rule's literal; the
   // loader's sample check guarantees no rule depends on a header literal),
   // the whole text otherwise.
-  static std::string_view PrefilterText(const ParsedLine& line) {
-    bool headered = line.family == Family::kNccl || line.family == Family::kTorch;
-    return headered ? line.message : line.text;
-  }
+  static std::string_view PrefilterText(const ParsedLine& line) { return Headered(line) ? line.message : line.text; }
+
+  static bool Headered(const ParsedLine& line) { return line.family == Family::kNccl || line.family == Family::kTorch; }
 
   // Calls on_match(rule_index, groups, num_groups) for every rule matching line;
   // groups[0] is the whole match, groups[i] the i-th capture (empty if unset).
@@ -270,6 +269,7 @@ class RuleSet {
     // NCCL INFO lines are most of a log: they get a prefilter over just the
     // rules that can match them (most WARN-message rules say `level:`).
     const bool info = line.family == Family::kNccl && line.level == NcclLevel::kInfo;
+    const bool headered = Headered(line);
     const auto& atom_rules = info ? info_atom_rules_ : atom_rules_;
     (info ? info_matcher_ : matcher_).FindAll(PrefilterText(line), &ms->atoms, &ms->seen);
     bool found = false;  // a rule with a finding matched
@@ -290,7 +290,18 @@ class RuleSet {
     };
     auto try_fallbacks = [&] {
       if (found || fallback_rules_.empty() || !MayFallBack(line)) return;
-      for (int idx : fallback_rules_) {
+      for (size_t k = 0; k < fallback_rules_.size(); ++k) {
+        int idx = fallback_rules_[k];
+        // A catch-all with a literal (an Xid of no known number) is tried
+        // only where the prefilter saw one of its key atoms, when the
+        // prefilter searched the text its pattern reads (a rule of any family
+        // reads an NCCL or c10 line's header too, which the prefilter skips).
+        const std::vector<int>& gate = (info ? fallback_info_atoms_ : fallback_atoms_)[k];
+        if (fallback_gated_[k] && !(rules_[idx].spec.any_family && headered) &&
+            std::none_of(gate.begin(), gate.end(),
+                         [&](int a) { return std::find(ms->atoms.begin(), ms->atoms.end(), a) != ms->atoms.end(); })) {
+          continue;
+        }
         try_rule(idx);
         if (found) return;  // the first catch-all that matches speaks for the line
       }
@@ -360,6 +371,11 @@ class RuleSet {
   LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines
   std::vector<std::vector<int>> info_atom_rules_;
   std::vector<int> fallback_rules_;  // in rule order
+  // Per fallback rule: whether it has key atoms, and their ids in matcher_ and
+  // info_matcher_ (an atom no regular rule keys on maps to no rule there).
+  std::vector<uint8_t> fallback_gated_;
+  std::vector<std::vector<int>> fallback_atoms_;
+  std::vector<std::vector<int>> fallback_info_atoms_;
   std::string content_hash_;
   uint32_t fallback_nccl_levels_ = 0;  // union of the fallback rules' masks
   uint32_t fallback_c10_severities_ = 0;

@@ -131,6 +131,45 @@ TEST(RuleLoader, FallbackRuleSpeaksOnlyWhereNoFindingMatched) {
   EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 WARN something else"), std::vector<std::string>{"CATCH-ALL"});
 }
 
+// A catch-all with a literal is prefiltered on it (it is not tried on the
+// lines that cannot hold it); one of any family whose literal sits in an NCCL
+// line's header, which the prefilter skips, is still tried there.
+TEST(RuleLoader, AFallbackRuleIsGatedByItsLiteralWhereThePrefilterSawItsText) {
+  std::unique_ptr<RuleSet> set;
+  ASSERT_EQ(Load("rules:\n"
+                 "  - id: XID-ANY\n"
+                 "    title: t\n"
+                 "    category: cuda\n"
+                 "    family: any\n"
+                 "    level: [non-nccl]\n"
+                 "    fallback: true\n"
+                 "    pattern: 'NVRM: Xid \\((?P<n>\\d+)\\)'\n"
+                 "    finding: {severity: error, explanation: x, remediation: y}\n"
+                 "    examples:\n"
+                 "      match: [\"kernel: NVRM: Xid (79) fell off\"]\n"
+                 "      no_match: [\"kernel: NVRM: something\"]\n"
+                 "  - id: WARN-ANY\n"
+                 "    title: t\n"
+                 "    category: init\n"
+                 "    family: any\n"
+                 "    level: [WARN]\n"
+                 "    fallback: true\n"
+                 "    pattern: 'WARN (?P<msg>.+)'\n"
+                 "    finding: {severity: error, explanation: x, remediation: y}\n"
+                 "    examples:\n"
+                 "      match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\"]\n"
+                 "      no_match: [\"n1:1:2 [0] NCCL INFO port up\"]\n",
+                 &set),
+            "");
+  const CompiledRule* xid = set->FindRule("XID-ANY");
+  ASSERT_NE(xid, nullptr);
+  EXPECT_EQ(xid->key_atoms, std::vector<std::string>{"nvrm: xid ("});
+  EXPECT_EQ(MatchedIds(*set, "[ 12.5] NVRM: Xid (79) GPU has fallen off the bus"), std::vector<std::string>{"XID-ANY"});
+  EXPECT_TRUE(MatchedIds(*set, "[ 12.5] NVRM: GPU at PCI:0000:1b:00 has fallen off the bus").empty());
+  // 'warn ' is in the header of an NCCL line, outside the prefilter's text.
+  EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 NCCL WARN something else"), std::vector<std::string>{"WARN-ANY"});
+}
+
 TEST(RuleLoader, FallbackRuleNeedsLevelAndFinding) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    fallback: true\n");
