@@ -184,6 +184,41 @@ size_t FindWithPivots(std::string_view s, std::string_view lit, size_t from, siz
 
 }  // namespace
 
+bool MayContainFolded(std::string_view s, std::string_view lower) {
+  const size_t m = lower.size();
+  if (m == 0) return true;
+  if (m > s.size()) return false;
+  const unsigned char* base = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char* lit = reinterpret_cast<const unsigned char*>(lower.data());
+  auto rest_equal = [&](size_t k) {
+    for (size_t j = 0; j < m; ++j) {
+      if ((base[k + j] | 0x20) != (lit[j] | 0x20)) return false;
+    }
+    return true;
+  };
+  size_t i = 0;
+  const size_t last = s.size() - m;  // last possible start
+#ifdef __SSE2__
+  // The pair filter of FindWithPivots on the first and last bytes, folded.
+  const __m128i fold = _mm_set1_epi8(0x20);
+  const __m128i v0 = _mm_set1_epi8(static_cast<char>(lit[0] | 0x20));
+  const __m128i v1 = _mm_set1_epi8(static_cast<char>(lit[m - 1] | 0x20));
+  for (; i + 16 <= last + 1; i += 16) {
+    __m128i x0 = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i)), fold);
+    __m128i x1 = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i + m - 1)), fold);
+    uint32_t mask =
+        static_cast<uint32_t>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(x0, v0), _mm_cmpeq_epi8(x1, v1))));
+    for (; mask; mask &= mask - 1) {
+      if (rest_equal(i + static_cast<size_t>(__builtin_ctz(mask)))) return true;
+    }
+  }
+#endif
+  for (; i <= last; ++i) {
+    if (rest_equal(i)) return true;
+  }
+  return false;
+}
+
 LiteralFinder::LiteralFinder(std::string_view lit) : lit_(lit) { ChoosePivots(lit_, &rare_, &b0_, &b1_); }
 
 size_t LiteralFinder::Find(std::string_view s, size_t from) const {

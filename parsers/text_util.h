@@ -54,6 +54,13 @@ class LiteralFinder {
 // One-off search (pivots chosen per call): LiteralFinder(lit).Find(s, from).
 size_t FindLiteral(std::string_view s, std::string_view lit, size_t from = 0);
 
+// Whether s may hold `lower` (ASCII, lower case) whatever the case of its
+// letters: bytes are compared with bit 0x20 set on both sides, so it never
+// misses an occurrence and rarely reports one that is not there (a byte that
+// differs from the atom's in bit 0x20 alone, such as '@' for '`'). For a
+// prefilter: a false "yes" only costs the regex that follows.
+bool MayContainFolded(std::string_view s, std::string_view lower);
+
 // The first blank (space or tab) at or after `from`, or s.size(): where the
 // token at `from` ends.
 size_t BlankAt(std::string_view s, size_t from);

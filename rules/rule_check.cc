@@ -36,6 +36,9 @@ bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
 
 }  // namespace
 
+// Gates a rule may have beyond its key atoms (each a few SIMD compares a line).
+constexpr int kMaxGates = 3;
+
 // Pass 3: each rule's key atoms chosen, and the prefilter built over them.
 void RuleLoader::CompilePrefilter(RuleSet* rs) {
   Impl& im = *impl_;
@@ -89,6 +92,42 @@ void RuleLoader::CompilePrefilter(RuleSet* rs) {
     }
     for (size_t a = 0; a < atoms.size(); ++a) {
       if (key[a]) cr.key_atoms.push_back(atoms[a]);
+    }
+    // Gates: with every key atom present, hitting sets of the other atoms
+    // (ASCII ones only: a gate compares bytes), each chosen the way the key
+    // atoms are and each over the atoms no earlier one took; every gate must
+    // pass. "virbr" after "bootstrap" and ": using ", an exception's name
+    // after "rank ".
+    std::vector<bool> free_atom(atoms.size());
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      free_atom[a] = !key[a] && std::all_of(atoms[a].begin(), atoms[a].end(),
+                                            [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    }
+    std::vector<bool> gate(atoms.size());
+    auto admits = [&]() {  // whether the rule may match with the gate's atoms absent
+      std::vector<int> present;
+      for (size_t b = 0; b < atoms.size(); ++b) {
+        if (!gate[b]) present.push_back(static_cast<int>(b));
+      }
+      pots.clear();
+      one.AllPotentials(present, &pots);
+      return !pots.empty();
+    };
+    for (int g = 0; g < kMaxGates; ++g) {
+      gate = free_atom;
+      if (admits()) break;  // the atoms left may all be absent from a match
+      for (size_t a : order) {
+        if (!gate[a]) continue;
+        gate[a] = false;
+        if (admits()) gate[a] = true;
+      }
+      cr.gate_atoms.emplace_back();
+      for (size_t a = 0; a < atoms.size(); ++a) {
+        if (gate[a]) {
+          cr.gate_atoms.back().push_back(atoms[a]);
+          free_atom[a] = false;
+        }
+      }
     }
   });
   for (size_t i = 0; i < rs->rules_.size(); ++i) {

@@ -70,6 +70,10 @@ struct CompiledRule {
   LineRule spec;
   std::shared_ptr<const RE2> re;
   std::vector<std::string> key_atoms;  // prefilter: one of these occurs in every match
+  // Tests before the regex, on the text it reads: each gate is atoms (ASCII,
+  // lower case, none a key atom) one of which occurs in every match; none
+  // when the key atoms alone may admit a match.
+  std::vector<std::vector<std::string>> gate_atoms;
   int num_captures = 0;
   std::vector<std::string> capture_names;  // [i] = name of group i (1-based; [0] empty)
   std::vector<CompiledFact> facts;
@@ -280,6 +284,7 @@ class RuleSet {
       re2::StringPiece input = (r.spec.any_family || line.family == Family::kElastic || line.family == Family::kOther)
                                    ? re2::StringPiece(line.text.data(), line.text.size())
                                    : re2::StringPiece(line.message.data(), line.message.size());
+      if (!r.gate_atoms.empty() && !PassesGate(r, input)) return;
       if (r.re) {
         if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) return;
       } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
@@ -342,6 +347,15 @@ class RuleSet {
   void set_content_hash(std::string h) { content_hash_ = std::move(h); }
 
  private:
+  static bool PassesGate(const CompiledRule& r, re2::StringPiece input) {
+    std::string_view text(input.data(), input.size());
+    for (const auto& gate : r.gate_atoms) {
+      if (std::none_of(gate.begin(), gate.end(), [&](const std::string& a) { return MayContainFolded(text, a); })) {
+        return false;
+      }
+    }
+    return true;
+  }
   // Cheap test before any fallback rule: the line's level is one some fallback admits.
   bool MayFallBack(const ParsedLine& line) const {
     return (fallback_nccl_levels_ | fallback_c10_severities_) != 0 &&

@@ -540,6 +540,43 @@ TEST(TextUtil, FindLiteralAgreesWithFind) {
   }
 }
 
+// Property test: the rule gate's folded search never misses an occurrence of
+// its atom in any letter case (a prefilter may say yes wrongly, never no), and
+// says no where no byte position could hold it with bit 0x20 ignored.
+TEST(TextUtil, MayContainFoldedNeverMissesAnyCase) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "aBAb c:@`";
+  auto fold = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(c | 0x20);
+    return t;
+  };
+  for (int round = 0; round < 40000; ++round) {
+    std::string hay, lit;
+    size_t hn = rng() % 70, ln = 1 + rng() % (round % 2 ? 5 : 19);
+    for (size_t i = 0; i < ln; ++i) lit += alphabet[rng() % alphabet.size()];
+    std::string lower = lit;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (hay.size() < hn) {
+      if (rng() % 4 == 0) {
+        std::string near = lit.substr(0, 1 + rng() % ln);  // the atom in another case, or cut short
+        if (rng() % 2) near[rng() % near.size()] = alphabet[rng() % alphabet.size()];
+        hay += near;
+      } else {
+        hay += alphabet[rng() % alphabet.size()];
+      }
+    }
+    std::string lhay = hay;
+    for (char& c : lhay) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool present = lhay.find(lower) != std::string::npos;
+    const bool maybe = fold(hay).find(fold(lower)) != std::string::npos;
+    const bool got = MayContainFolded(hay, lower);
+    if (present) {
+      ASSERT_TRUE(got) << "'" << hay << "' '" << lower << "'";
+    }
+    ASSERT_EQ(got, maybe) << "'" << hay << "' '" << lower << "'";
+  }
+}
+
 // Property test: the vectorised token bounds agree with byte loops (every
 // length, position and blank placement, both ends of the string).
 TEST(TextUtil, TokenBoundsAgreeWithByteLoops) {

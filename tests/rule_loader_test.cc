@@ -170,6 +170,31 @@ TEST(RuleLoader, AFallbackRuleIsGatedByItsLiteralWhereThePrefilterSawItsText) {
   EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 NCCL WARN something else"), std::vector<std::string>{"WARN-ANY"});
 }
 
+// Atoms a match needs beside its key atoms gate the regex: a rule keyed on a
+// word every bootstrap line has is not run where its interface is absent.
+TEST(RuleLoader, RequiredAtomsBesideTheKeyGateTheRegex) {
+  std::unique_ptr<RuleSet> set;
+  ASSERT_EQ(Load("rules:\n"
+                 "  - id: VIRBR\n"
+                 "    title: t\n"
+                 "    category: transport\n"
+                 "    family: nccl\n"
+                 "    pattern: '^(?:NET/Socket ?: Using (?:\\S+ )*?\\[0\\]|Bootstrap ?: Using )(?P<iface>virbr\\d*):'\n"
+                 "    finding: {severity: warning, explanation: x, remediation: y}\n"
+                 "    examples:\n"
+                 "      match: [\"n1:1:2 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>\"]\n"
+                 "      no_match: [\"n1:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\"]\n",
+                 &set),
+            "");
+  const CompiledRule* r = set->FindRule("VIRBR");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->key_atoms, (std::vector<std::string>{"bootstrap", "net/socket"}));
+  EXPECT_EQ(r->gate_atoms, (std::vector<std::vector<std::string>>{{": using "}, {"virbr"}}));
+  EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] NCCL INFO NET/Socket : Using [0]virbr1:192.168.122.1<0>"),
+            std::vector<std::string>{"VIRBR"});
+  EXPECT_TRUE(MatchedIds(*set, "n1:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>").empty());
+}
+
 TEST(RuleLoader, FallbackRuleNeedsLevelAndFinding) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    fallback: true\n");

@@ -56,6 +56,10 @@ bool RenderExplain(const RuleSet& rules, const std::string& id, std::string* tex
     }
     out << "  prefilter:";
     for (const auto& a : r->key_atoms) out << " '" << a << "'";
+    for (const auto& gate : r->gate_atoms) {
+      out << ", then one of";
+      for (const auto& a : gate) out << " '" << a << "'";
+    }
     out << "\n";
     for (const auto& f : s.facts) {
       out << "  sets fact: " << f.fact.value << (f.key.value.empty() ? "" : "[" + f.key.value + "]") << " = "
