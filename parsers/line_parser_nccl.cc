@@ -249,7 +249,8 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
     line->message = s;
     return true;
   }
-  size_t kw = FindLiteral(s, "NCCL ");
+  static const LiteralFinder kNcclWord("NCCL ");
+  size_t kw = kNcclWord.Find(s);
   NcclLevel level = NcclLevel::kNone;
   size_t msg_start = 0;
   size_t hdr = std::string_view::npos;
@@ -269,13 +270,16 @@ bool ParseGeneralNcclHeader(ParsedLine* line, std::string_view* rest) {
       }
     }
     if (level != NcclLevel::kNone) break;
-    kw = FindLiteral(s, "NCCL ", kw + 1);
+    kw = kNcclWord.Find(s, kw + 1);
   }
   if (level == NcclLevel::kNone) {
     // Pre-2.4 lines have no NCCL keyword: "host:pid:tid [dev] INFO msg", and
     // before 2.3 warnings carry the source location: "host:pid:tid [dev] file:line WARN msg".
-    for (std::string_view w : {std::string_view("] INFO "), std::string_view("] WARN "), std::string_view(" WARN ")}) {
-      size_t k = FindLiteral(s, w);
+    static const LiteralFinder kOldLevels[] = {LiteralFinder("] INFO "), LiteralFinder("] WARN "),
+                                               LiteralFinder(" WARN ")};
+    for (const LiteralFinder& finder : kOldLevels) {
+      std::string_view w = finder.literal();
+      size_t k = finder.Find(s);
       if (k == std::string_view::npos) continue;
       ParsedLine tmp = *line;
       const size_t msg_at = k + w.size();

@@ -3,6 +3,7 @@
 // no header.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "parsers/line_parser.h"
 #include "parsers/line_parser_internal.h"
@@ -164,11 +165,17 @@ bool ParseTorchHeader(ParsedLine* line) {
 }
 
 Family ClassifyHeaderless(std::string_view t) {
+  // Most lines here are an application's own output and hold none of these:
+  // the finders choose their pivots once (each line is searched for all).
+  auto any_of = [t](const std::vector<LiteralFinder>& finders) {
+    return std::any_of(finders.begin(), finders.end(),
+                       [t](const LiteralFinder& f) { return f.Find(t) != std::string_view::npos; });
+  };
   // Elastic agent output and the ChildFailedError table.
-  if (Contains(t, "torch.distributed.elastic") || Contains(t, "ChildFailedError") ||
-      Contains(t, "Root Cause (first observed failure)") || Contains(t, "Sending process")) {
-    return Family::kElastic;
-  }
+  static const std::vector<LiteralFinder> kElastic = {
+      LiteralFinder("torch.distributed.elastic"), LiteralFinder("ChildFailedError"),
+      LiteralFinder("Root Cause (first observed failure)"), LiteralFinder("Sending process")};
+  if (any_of(kElastic)) return Family::kElastic;
   // The ChildFailedError table's rows ("  rank      : 1 (local_rank: 1)"), also when a
   // wrapper before them (a timestamp, a pod label) took their indent with its blank.
   std::string_view row = t;
@@ -177,11 +184,18 @@ Family ClassifyHeaderless(std::string_view t) {
       StartsWith(row, "traceback :") || StartsWith(row, "time      :") || StartsWith(row, "error_file:")) {
     return Family::kElastic;
   }
-  if (Contains(t, "NCCL") || Contains(t, "ProcessGroup") || Contains(t, "DistBackendError") || Contains(t, "what():") ||
-      Contains(t, "[PG ") || Contains(t, "Process group") || Contains(t, "Watchdog") || Contains(t, "c10d") ||
-      Contains(t, "torch.distributed") || Contains(t, "CUDA out of memory") || Contains(t, "WorkNCCL")) {
-    return Family::kTorch;
-  }
+  static const std::vector<LiteralFinder> kTorch = {LiteralFinder("NCCL"),
+                                                    LiteralFinder("ProcessGroup"),
+                                                    LiteralFinder("DistBackendError"),
+                                                    LiteralFinder("what():"),
+                                                    LiteralFinder("[PG "),
+                                                    LiteralFinder("Process group"),
+                                                    LiteralFinder("Watchdog"),
+                                                    LiteralFinder("c10d"),
+                                                    LiteralFinder("torch.distributed"),
+                                                    LiteralFinder("CUDA out of memory"),
+                                                    LiteralFinder("WorkNCCL")};
+  if (any_of(kTorch)) return Family::kTorch;
   return Family::kOther;
 }
 
