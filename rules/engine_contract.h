@@ -78,6 +78,7 @@ enum class Fact : int {
   kEnv,
   kWorkerPid,
   kWatchdogFired,
+  kRankStarted,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

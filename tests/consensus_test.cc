@@ -412,6 +412,47 @@ TEST(Consensus, RankZeroAloneOnlyWhereNothingElseSpeaks) {
   }
 }
 
+// A rank named by elimination whose start a shared line printed (Lightning's
+// "GLOBAL_RANK: r") began and stopped: the finding says so, with that line
+// first; a rank no line names left no trace.
+TEST(Consensus, ARankThatPrintedItsStartDidNotLeaveNoTrace) {
+  const std::string timeouts =
+      "[rank1]:[E1122 10:15:41.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out.\n"
+      "[rank2]:[E1122 10:15:42.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out.\n";
+  struct Case {
+    const char* name;
+    std::string head;
+    const char* rule;
+    const char* says;
+    int64_t first_line;  // the finding's first evidence line
+  } cases[] = {
+      {"rank 3 started", "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/4\n", "CONSENSUS-NEVER-JOINED",
+       "rank(s) 0,3 left no trace in any input but the start of rank(s) 3", 1},
+      {"ranks 0 and 3 started",
+       "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\nInitializing distributed: GLOBAL_RANK: 3, MEMBER: 4/4\n",
+       "CONSENSUS-NEVER-JOINED", "rank(s) 0,3 printed their start and nothing after it", 1},
+      {"no start printed", "All distributed processes registered. Starting with 4 processes\n",
+       "CONSENSUS-NEVER-JOINED", "rank(s) 0,3 left no trace in any input:", 2},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths = {dir.Write("job.log", c.head + timeouts)};
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    const Finding* got = nullptr;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == c.rule) got = &f;
+    }
+    ASSERT_NE(got, nullptr) << c.name;
+    EXPECT_NE(got->explanation.find(c.says), std::string::npos) << c.name << ": " << got->explanation;
+    ASSERT_FALSE(got->evidence.empty()) << c.name;
+    EXPECT_EQ(got->evidence[0].line, c.first_line) << c.name;
+  }
+}
+
 TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
   // A user fact with `window: 16`: of 300 keys set by one process, about the
   // newest 16..32 remain, the latest among them.

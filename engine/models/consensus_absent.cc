@@ -35,6 +35,18 @@ std::set<int> Checks::PresentRanks() const {
   return r;
 }
 
+const FactValue* Checks::StartedLine(int rank) const {
+  const int fact = state.rules().fact(Fact::kRankStarted);
+  if (fact < 0) return nullptr;
+  const std::string key = std::to_string(rank);
+  for (const Subject& sub : state.subjects()) {
+    if (fact >= static_cast<int>(sub.keyed.size())) continue;
+    auto it = sub.keyed[fact].find(key);
+    if (it != sub.keyed[fact].end()) return &it->second;
+  }
+  return nullptr;
+}
+
 // What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
 std::string Checks::TextSays(int rank, std::vector<Evidence>* ev) const {
   const int first_error = state.rules().fact(Fact::kFirstError);
@@ -136,14 +148,32 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
       inferred ? fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
                              *present.rbegin())
                : " (its own logs say so)";
+  // A missing rank whose start a shared line printed ("GLOBAL_RANK: 3") began
+  // and stopped: its start line is the first evidence, not the reporters'.
+  std::vector<int> started;
+  std::vector<Evidence> ev;
+  for (int r : missing) {
+    if (const FactValue* v = StartedLine(r)) {
+      started.push_back(r);
+      ev.push_back(v->evidence);
+    }
+  }
+  ev.insert(ev.end(), w.evidence.begin(), w.evidence.end());
+  std::string trace = "left no trace in any input";
+  if (started.size() == missing.size()) {
+    trace = "printed their start and nothing after it";
+  } else if (!started.empty()) {
+    trace = fmt::format("left no trace in any input but the start of rank(s) {}", CompactRanks(started));
+  }
   Vars vars{{"source", source},
             {"group", "pg 0"},
             {"op", WhereWaited(w)},
             {"seq", w.seq},
             {"missing", CompactRanks(missing)},
             {"nranks", std::to_string(world)},
-            {"reporters", CompactRanks(w.ranks)}};
-  Emit(c, missing, w.ranks, vars, "world", w.evidence);
+            {"reporters", CompactRanks(w.ranks)},
+            {"trace", trace}};
+  Emit(c, missing, w.ranks, vars, "world", ev);
 }
 
 // rank_zero_alone: ranks of the default group timed out in a collective and

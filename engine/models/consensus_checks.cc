@@ -52,7 +52,9 @@ void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects
   for (auto& e : evidence) {
     if (f.evidence.size() >= kMaxEvidencePerFinding) break;
     if (e.file < 0 && e.text.empty()) continue;
-    if (f.first.file < 0 && e.file >= 0) f.first = Seen{e.time, e.file, e.line};
+    // First seen: the first evidence line, or the first with a time where
+    // the lines before it have none (a start line printed without one).
+    if (e.file >= 0 && (f.first.file < 0 || (f.first.time < 0 && e.time >= 0))) f.first = Seen{e.time, e.file, e.line};
     f.evidence.push_back(std::move(e));
   }
   out->push_back(std::move(f));

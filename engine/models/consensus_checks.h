@@ -41,6 +41,9 @@ struct Checks {
   // the world communicator), PyTorch's default process-group size, pg_config.
   int WorldSize() const;
   std::set<int> PresentRanks() const;
+  // The line that printed rank r's start without r's own prefix (fact
+  // rank_started: Lightning's "GLOBAL_RANK: r"), or null.
+  const FactValue* StartedLine(int rank) const;
   // What the text logs say about a rank: its first error (exception, OOM, NCCL WARN).
   std::string TextSays(int rank, std::vector<Evidence>* ev) const;
 
