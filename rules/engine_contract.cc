@@ -122,8 +122,10 @@ const std::vector<EngineFact>& EngineFacts() {
        "the join of a kernel line's pid (the OOM killer) with the rank whose worker torchrun says had it"},
       {Fact::kWatchdogFired, "watchdog_fired", MergeMode::kFirst, false, KeyKind::kName,
        "the extreme correlation's silent-rank test: a rank whose own watchdog fired waited, it was not silent"},
-      {Fact::kRankStarted, "rank_started", MergeMode::kFirst, true, KeyKind::kName,
+      {Fact::kRankStarted, "rank_started", MergeMode::kFirst, true, KeyKind::kRank,
        "never_joined: a rank it names by elimination printed its start (its line is the evidence)"},
+      {Fact::kCollectiveFingerprint, "collective_fingerprint", MergeMode::kFirst, true, KeyKind::kRank,
+       "the mismatch check: each rank's call as TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint lines name it"},
   };
   return kFacts;
 }

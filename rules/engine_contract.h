@@ -79,6 +79,7 @@ enum class Fact : int {
   kWorkerPid,
   kWatchdogFired,
   kRankStarted,
+  kCollectiveFingerprint,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -79,7 +79,7 @@ const std::vector<NameRow<Owner>>& OwnerRows() {
 
 const std::vector<NameRow<KeyKind>>& KeyKindRows() {
   static const std::vector<NameRow<KeyKind>> kRows = {
-      {KeyKind::kName, "name"}, {KeyKind::kComm, "comm"}, {KeyKind::kPg, "pg"}};
+      {KeyKind::kName, "name"}, {KeyKind::kComm, "comm"}, {KeyKind::kPg, "pg"}, {KeyKind::kRank, "rank"}};
   return kRows;
 }
 

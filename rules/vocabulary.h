@@ -136,8 +136,10 @@ Owner DefaultOwner(Category c);
 
 // --- Key kinds of keyed facts (`key:` of a fact) ----------------------------------
 
-enum class KeyKind : int { kName, kComm, kPg, kCount };  // name: any text (an env variable, a call)
-const char* KeyKindName(KeyKind k);                      // "name", "comm", "pg"
+// name: any text (an env variable, a call); rank: a global rank number (a key
+// that renders as anything else, such as an empty capture, sets nothing).
+enum class KeyKind : int { kName, kComm, kPg, kRank, kCount };
+const char* KeyKindName(KeyKind k);  // "name", "comm", "pg", "rank"
 bool ParseKeyKind(std::string_view s, KeyKind* out);
 
 // --- Statuses of a diagnosis (the JSON contract's `status`) ----------------------

@@ -312,6 +312,46 @@ void CollectiveModel::AddWatchdog(const JobState& state) {
   }
 }
 
+void CollectiveModel::AddFingerprints(const JobState& state) {
+  const int fact = state.rules().fact(Fact::kCollectiveFingerprint);
+  if (fact < 0) return;
+  // A rank's own line first (it names its own call first), then what other
+  // ranks' lines say of it.
+  for (const bool own : {true, false}) {
+    for (const Subject& sub : state.subjects()) {
+      if (fact >= static_cast<int>(sub.keyed.size())) continue;
+      AddFingerprintsOf(sub, fact, own);
+    }
+  }
+}
+
+void CollectiveModel::AddFingerprintsOf(const Subject& sub, int fact, bool own) {
+  for (const auto& kv : sub.keyed[fact]) {
+    long double rank, seq = 0;
+    const std::string& v = kv.second.value;
+    const size_t hash = v.rfind(" #");
+    if (!ParseNumber(kv.first, false, &rank) || rank < 0 || rank >= kMaxRanks || hash == std::string::npos ||
+        hash == 0 || own != (static_cast<int>(rank) == sub.rank)) {
+      continue;
+    }
+    // A fingerprint without a SequenceNumber (PyTorch < 1.13) is call 0.
+    const std::string seq_text = v.substr(hash + 2);
+    if (!seq_text.empty() && (!ParseNumber(seq_text, false, &seq) || !SequenceFits(seq))) continue;
+    GroupView& g = groups_["the collective fingerprints"];
+    g.id = "the collective fingerprints";
+    g.fingerprints = true;
+    RankView& rv = g.ranks[static_cast<int>(rank)];
+    CollectiveCall c;
+    c.seq = static_cast<int64_t>(seq);
+    c.state = CallState::kStarted;
+    c.op = Upper(v.substr(0, hash));
+    c.evidence = kv.second.evidence;
+    if (rv.evidence.file < 0) rv.evidence = c.evidence;
+    // The first report of a rank's call stands.
+    if (!rv.calls.count(c.seq)) Keep(&rv, std::move(c));
+  }
+}
+
 void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::vector<std::string>* errors) {
   bool any = false;
   for (const CompiledCorrelation& c : state.rules().correlations()) any |= c.spec.kind == CorrelationKind::kCollective;
@@ -329,6 +369,7 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
     built = false;
     model.AddCollTrace(state);
     model.AddWatchdog(state);
+    model.AddFingerprints(state);
     built = true;
   });
   if (!built) return;

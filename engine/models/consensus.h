@@ -103,6 +103,9 @@ struct GroupView {
   // COLL trace: the communicator carried sends / receives. Each rank's opCount
   // then counts its own launches, so collectives are not compared by opCount.
   bool coll_p2p = false;
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint check: each line names two
+  // ranks' calls, so a mismatch names a culprit only by a majority of three or more.
+  bool fingerprints = false;
   std::vector<int> members;       // global ranks, when known (pg_config)
   std::map<int, RankView> ranks;  // global rank -> view
 };
@@ -121,6 +124,9 @@ class CollectiveModel {
   // The collective each rank's watchdog timed out in (`timeout_seq`,
   // `timeout_op`, `work_size`), as a started call of its process group.
   void AddWatchdog(const JobState& state);
+  // What the collective-fingerprint check's lines say each rank ran
+  // (`collective_fingerprint`, keyed by rank: "OP #SEQ"), as one group.
+  void AddFingerprints(const JobState& state);
 
   const std::map<std::string, GroupView>& groups() const { return groups_; }
   // Global ranks that have a dump file, and the ranks pg_config lists (union).
@@ -131,6 +137,8 @@ class CollectiveModel {
  private:
   void Keep(RankView* v, CollectiveCall c);
   void AddCollP2p(const JobState& state);
+  // One subject's fingerprint facts: those of its own rank (own), or the others'.
+  void AddFingerprintsOf(const Subject& sub, int fact, bool own);
 
   std::map<std::string, GroupView> groups_;
   std::set<int> dump_ranks_, configured_ranks_;

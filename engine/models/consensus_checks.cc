@@ -163,6 +163,9 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
         }
       }
       std::vector<int> minority, majority;
+      // Fingerprints: two ranks' lines name each other, so only a majority of
+      // three or more says which one departed (the line rule speaks otherwise).
+      if (g.fingerprints && (ties || calls.size() < 3)) continue;
       if (ties) {
         // No majority (two ranks, or even split): every rank is named.
         for (const auto& cv : calls) minority.push_back(cv.first);

@@ -24,6 +24,8 @@ std::string KeyPhrase(KeyKind kind, const std::string& key) {
       return key.empty() ? "the process group" : "process group " + key;
     case KeyKind::kComm:
       return key.empty() ? "an unnamed communicator" : "communicator " + key;
+    case KeyKind::kRank:
+      return "rank " + key;
     case KeyKind::kName:
     case KeyKind::kCount:
       break;

@@ -44,6 +44,7 @@ struct CorrelationCtx {
           f.process_group = key->second;
           break;
         case KeyKind::kName:
+        case KeyKind::kRank:
         case KeyKind::kCount:
           break;
       }

@@ -77,6 +77,11 @@ void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
                        const EvidenceRef& ev, std::vector<std::string>* fields) {
   const FactSpec& spec = rules_->facts()[fact];
+  // A rank key is a rank number: a line that names none (an empty capture) sets nothing.
+  if (spec.keyed && spec.key_kind == KeyKind::kRank &&
+      (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string_view::npos)) {
+    return;
+  }
   Subject* s = &subjects_.all[si];
   FactValue* fv;
   bool fresh;
