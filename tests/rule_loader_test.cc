@@ -131,36 +131,33 @@ TEST(RuleLoader, FallbackRuleSpeaksOnlyWhereNoFindingMatched) {
   EXPECT_EQ(MatchedIds(*set, "n1:1:2 [0] x.cc:9 WARN something else"), std::vector<std::string>{"CATCH-ALL"});
 }
 
+// One rule with a finding, as YAML; `extra` holds its level: / fallback: lines.
+std::string FindingRule(const std::string& id, const std::string& category, const std::string& family,
+                        const std::string& extra, const std::string& pattern, const std::string& match,
+                        const std::string& no_match) {
+  return "  - id: " + id + "\n    title: t\n    category: " + category + "\n    family: " + family + "\n" + extra +
+         "    pattern: '" + pattern +
+         "'\n"
+         "    finding: {severity: error, explanation: x, remediation: y}\n"
+         "    examples:\n"
+         "      match: [\"" +
+         match + "\"]\n      no_match: [\"" + no_match + "\"]\n";
+}
+
 // A catch-all with a literal is prefiltered on it (it is not tried on the
 // lines that cannot hold it); one of any family whose literal sits in an NCCL
 // line's header, which the prefilter skips, is still tried there.
 TEST(RuleLoader, AFallbackRuleIsGatedByItsLiteralWhereThePrefilterSawItsText) {
   std::unique_ptr<RuleSet> set;
-  ASSERT_EQ(Load("rules:\n"
-                 "  - id: XID-ANY\n"
-                 "    title: t\n"
-                 "    category: cuda\n"
-                 "    family: any\n"
-                 "    level: [non-nccl]\n"
-                 "    fallback: true\n"
-                 "    pattern: 'NVRM: Xid \\((?P<n>\\d+)\\)'\n"
-                 "    finding: {severity: error, explanation: x, remediation: y}\n"
-                 "    examples:\n"
-                 "      match: [\"kernel: NVRM: Xid (79) fell off\"]\n"
-                 "      no_match: [\"kernel: NVRM: something\"]\n"
-                 "  - id: WARN-ANY\n"
-                 "    title: t\n"
-                 "    category: init\n"
-                 "    family: any\n"
-                 "    level: [WARN]\n"
-                 "    fallback: true\n"
-                 "    pattern: 'WARN (?P<msg>.+)'\n"
-                 "    finding: {severity: error, explanation: x, remediation: y}\n"
-                 "    examples:\n"
-                 "      match: [\"n1:1:2 [0] a.cc:1 NCCL WARN port up\"]\n"
-                 "      no_match: [\"n1:1:2 [0] NCCL INFO port up\"]\n",
-                 &set),
-            "");
+  ASSERT_EQ(
+      Load(
+          "rules:\n" +
+              FindingRule("XID-ANY", "cuda", "any", "    level: [non-nccl]\n    fallback: true\n",
+                          R"(NVRM: Xid \((?P<n>\d+)\))", "kernel: NVRM: Xid (79) fell off", "kernel: NVRM: something") +
+              FindingRule("WARN-ANY", "init", "any", "    level: [WARN]\n    fallback: true\n", "WARN (?P<msg>.+)",
+                          "n1:1:2 [0] a.cc:1 NCCL WARN port up", "n1:1:2 [0] NCCL INFO port up"),
+          &set),
+      "");
   const CompiledRule* xid = set->FindRule("XID-ANY");
   ASSERT_NE(xid, nullptr);
   EXPECT_EQ(xid->key_atoms, std::vector<std::string>{"nvrm: xid ("});
@@ -174,16 +171,11 @@ TEST(RuleLoader, AFallbackRuleIsGatedByItsLiteralWhereThePrefilterSawItsText) {
 // word every bootstrap line has is not run where its interface is absent.
 TEST(RuleLoader, RequiredAtomsBesideTheKeyGateTheRegex) {
   std::unique_ptr<RuleSet> set;
-  ASSERT_EQ(Load("rules:\n"
-                 "  - id: VIRBR\n"
-                 "    title: t\n"
-                 "    category: transport\n"
-                 "    family: nccl\n"
-                 "    pattern: '^(?:NET/Socket ?: Using (?:\\S+ )*?\\[0\\]|Bootstrap ?: Using )(?P<iface>virbr\\d*):'\n"
-                 "    finding: {severity: warning, explanation: x, remediation: y}\n"
-                 "    examples:\n"
-                 "      match: [\"n1:1:2 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>\"]\n"
-                 "      no_match: [\"n1:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\"]\n",
+  ASSERT_EQ(Load("rules:\n" +
+                     FindingRule("VIRBR", "transport", "nccl", "",
+                                 R"(^(?:NET/Socket ?: Using (?:\S+ )*?\[0\]|Bootstrap ?: Using )(?P<iface>virbr\d*):)",
+                                 "n1:1:2 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>",
+                                 "n1:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>"),
                  &set),
             "");
   const CompiledRule* r = set->FindRule("VIRBR");
