@@ -1,4 +1,4 @@
-// The literal searches of text_util.h: LiteralFinder and FindLiteral (exact
+// The literal searches of text_util.h: EqualBytes, LiteralFinder and FindLiteral (exact
 // bytes, memchr or SIMD pair pivots) and MayContainFolded (the rule gates'
 // case-blind test).
 #include <algorithm>
@@ -11,6 +11,42 @@
 #endif
 
 namespace ncclscan {
+
+// Here, beside the searches that call it on every candidate, so that they inline it.
+bool EqualBytes(const char* p, const char* q, size_t m) {
+  auto load64 = [](const char* x) {
+    uint64_t v;
+    std::memcpy(&v, x, 8);
+    return v;
+  };
+  auto load32 = [](const char* x) {
+    uint32_t v;
+    std::memcpy(&v, x, 4);
+    return v;
+  };
+  if (m > 16) {
+#ifdef __SSE2__
+    // 16 bytes at a time, the last vector overlapping the ones before.
+    auto same16 = [&](size_t at) {
+      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+      __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + at));
+      return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) == 0xFFFF;
+    };
+    for (size_t k = 0; k + 16 < m; k += 16) {
+      if (!same16(k)) return false;
+    }
+    return same16(m - 16);
+#else
+    return std::memcmp(p, q, m) == 0;
+#endif
+  }
+  if (m >= 8) return load64(p) == load64(q) && load64(p + m - 8) == load64(q + m - 8);
+  if (m >= 4) return load32(p) == load32(q) && load32(p + m - 4) == load32(q + m - 4);
+  for (size_t k = 0; k < m; ++k) {
+    if (p[k] != q[k]) return false;
+  }
+  return true;
+}
 
 namespace {
 

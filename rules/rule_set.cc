@@ -150,6 +150,27 @@ void RuleSet::IndexRules() {
   info_matcher_.Build();
 }
 
+bool RuleSet::PassesGate(const CompiledRule& r, re2::StringPiece input) {
+  std::string_view text(input.data(), input.size());
+  for (const auto& gate : r.gate_atoms) {
+    if (std::none_of(gate.begin(), gate.end(), [&](const std::string& a) { return MayContainFolded(text, a); })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool RuleSet::FallbackGated(size_t k, bool info, bool headered, const std::vector<int>& atoms) const {
+  // A catch-all with a literal (an Xid of no known number) is tried only where
+  // the prefilter saw one of its key atoms, when the prefilter searched the
+  // text its pattern reads (a rule of any family reads an NCCL or c10 line's
+  // header too, which the prefilter skips).
+  if (!fallback_gated_[k] || (rules_[fallback_rules_[k]].spec.any_family && headered)) return false;
+  const std::vector<int>& gate = (info ? fallback_info_atoms_ : fallback_atoms_)[k];
+  return std::none_of(gate.begin(), gate.end(),
+                      [&](int a) { return std::find(atoms.begin(), atoms.end(), a) != atoms.end(); });
+}
+
 bool RuleSet::ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups) {
   groups[0] = re2::StringPiece(text.data(), text.size());
   // Fields are found in order: each anchor is searched from the previous one.

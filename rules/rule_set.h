@@ -297,16 +297,7 @@ class RuleSet {
       if (found || fallback_rules_.empty() || !MayFallBack(line)) return;
       for (size_t k = 0; k < fallback_rules_.size(); ++k) {
         int idx = fallback_rules_[k];
-        // A catch-all with a literal (an Xid of no known number) is tried
-        // only where the prefilter saw one of its key atoms, when the
-        // prefilter searched the text its pattern reads (a rule of any family
-        // reads an NCCL or c10 line's header too, which the prefilter skips).
-        const std::vector<int>& gate = (info ? fallback_info_atoms_ : fallback_atoms_)[k];
-        if (fallback_gated_[k] && !(rules_[idx].spec.any_family && headered) &&
-            std::none_of(gate.begin(), gate.end(),
-                         [&](int a) { return std::find(ms->atoms.begin(), ms->atoms.end(), a) != ms->atoms.end(); })) {
-          continue;
-        }
+        if (FallbackGated(k, info, headered, ms->atoms)) continue;
         try_rule(idx);
         if (found) return;  // the first catch-all that matches speaks for the line
       }
@@ -347,15 +338,10 @@ class RuleSet {
   void set_content_hash(std::string h) { content_hash_ = std::move(h); }
 
  private:
-  static bool PassesGate(const CompiledRule& r, re2::StringPiece input) {
-    std::string_view text(input.data(), input.size());
-    for (const auto& gate : r.gate_atoms) {
-      if (std::none_of(gate.begin(), gate.end(), [&](const std::string& a) { return MayContainFolded(text, a); })) {
-        return false;
-      }
-    }
-    return true;
-  }
+  // Out of line, like FallbackGated: Match is inlined into the scanner's loop.
+  static bool PassesGate(const CompiledRule& r, re2::StringPiece input);
+  // Whether fallback rule k is kept off a line whose prefilter found `atoms`.
+  bool FallbackGated(size_t k, bool info, bool headered, const std::vector<int>& atoms) const;
   // Cheap test before any fallback rule: the line's level is one some fallback admits.
   bool MayFallBack(const ParsedLine& line) const {
     return (fallback_nccl_levels_ | fallback_c10_severities_) != 0 &&
