@@ -107,7 +107,6 @@ void RuleSet::IndexRules() {
   atom_rules_.clear();
   info_atom_rules_.clear();
   fallback_rules_.clear();
-  fallback_gated_.clear();
   fallback_atoms_.clear();
   fallback_info_atoms_.clear();
   fallback_nccl_levels_ = fallback_c10_severities_ = 0;
@@ -130,7 +129,6 @@ void RuleSet::IndexRules() {
       fallback_nccl_levels_ |= cr.nccl_levels;
       fallback_c10_severities_ |= cr.c10_severities;
       // Its key atoms gate it without making it a candidate of a line.
-      fallback_gated_.push_back(cr.key_atoms.empty() ? 0 : 1);
       fallback_atoms_.emplace_back();
       fallback_info_atoms_.emplace_back();
       for (const auto& a : cr.key_atoms) {
@@ -165,7 +163,8 @@ bool RuleSet::FallbackGated(size_t k, bool info, bool headered, const std::vecto
   // the prefilter saw one of its key atoms, when the prefilter searched the
   // text its pattern reads (a rule of any family reads an NCCL or c10 line's
   // header too, which the prefilter skips).
-  if (!fallback_gated_[k] || (rules_[fallback_rules_[k]].spec.any_family && headered)) return false;
+  const CompiledRule& r = rules_[fallback_rules_[k]];
+  if (r.key_atoms.empty() || (r.spec.any_family && headered)) return false;
   const std::vector<int>& gate = (info ? fallback_info_atoms_ : fallback_atoms_)[k];
   return std::none_of(gate.begin(), gate.end(),
                       [&](int a) { return std::find(atoms.begin(), atoms.end(), a) != atoms.end(); });

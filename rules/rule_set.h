@@ -371,9 +371,8 @@ class RuleSet {
   LiteralMatcher info_matcher_;               // the same over rules that admit NCCL INFO lines
   std::vector<std::vector<int>> info_atom_rules_;
   std::vector<int> fallback_rules_;  // in rule order
-  // Per fallback rule: whether it has key atoms, and their ids in matcher_ and
-  // info_matcher_ (an atom no regular rule keys on maps to no rule there).
-  std::vector<uint8_t> fallback_gated_;
+  // Per fallback rule: its key atoms' ids in matcher_ and info_matcher_ (an
+  // atom no regular rule keys on maps to no rule there).
   std::vector<std::vector<int>> fallback_atoms_;
   std::vector<std::vector<int>> fallback_info_atoms_;
   std::string content_hash_;

@@ -78,9 +78,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
                        const EvidenceRef& ev, std::vector<std::string>* fields) {
   const FactSpec& spec = rules_->facts()[fact];
   // A rank key is a rank number: a line that names none (an empty capture) sets nothing.
-  if (spec.keyed && spec.key_kind == KeyKind::kRank &&
-      (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string_view::npos)) {
-    return;
+  if (spec.keyed && spec.key_kind == KeyKind::kRank) {
+    std::string_view digits = key;
+    int64_t rank;
+    if (ConsumeIntBelow(&digits, kMaxRanks, &rank) != IntParse::kOk || !digits.empty()) return;
   }
   Subject* s = &subjects_.all[si];
   FactValue* fv;
