@@ -15,7 +15,10 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
   int16_t year = 0;
   double ts = ConsumeIsoTimestamp(&u, &year);
   if (!(ts >= 0 && !u.empty() && (u[0] == ' ' || u[0] == '\t' || u[0] == ']'))) return Strip::kNotThis;
-  while (!u.empty() && (u[0] == ' ' || u[0] == '\t')) u.remove_prefix(1);
+  // One separator only: what follows is the line as printed, and an indented
+  // block (ibstat's "\t\tState: Down", nvidia-smi's "\t Link 0") keeps its
+  // indentation.
+  if (u[0] != ']') u.remove_prefix(1);
   if (ConsumePrefix(&u, "stdout ") || ConsumePrefix(&u, "stderr ")) {
     if (ConsumePrefix(&u, "F ") || ConsumePrefix(&u, "P ")) {
     }

@@ -453,6 +453,38 @@ TEST(Consensus, ARankThatPrintedItsStartDidNotLeaveNoTrace) {
   }
 }
 
+// A watchdog line cut inside "NumelIn=1, N" does not show its size: unknown
+// there, not different. Sizes shown on every rank are still compared.
+TEST(Consensus, ASizeALineDoesNotShowIsNotADifference) {
+  auto line = [](int rank, const std::string& work) {
+    return fmt::format(
+        "[rank{0}]:[E1122 10:15:4{0}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, {1}\n",
+        rank, work);
+  };
+  const std::string full = "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.";
+  struct Case {
+    const char* name;
+    std::string log;
+    bool mismatch;
+  } cases[] = {
+      {"rank 2's line cut", line(1, full) + line(2, "NumelIn=1, N") + line(3, full), false},
+      {"rank 2 passed more", line(1, full) + line(2, "NumelIn=8, NumelOut=8, Timeout(ms)=600000)") + line(3, full),
+       true},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths = {dir.Write("job.log", c.log)};
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    const Finding* got = nullptr;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == "CONSENSUS-CALL-MISMATCH") got = &f;
+    }
+    EXPECT_EQ(got != nullptr, c.mismatch) << c.name << ": " << (got ? got->explanation : "");
+    if (got) EXPECT_EQ(got->ranks, std::vector<int>{2}) << c.name;
+  }
+}
+
 TEST(Consensus, WindowedFactKeepsTheLatestKeys) {
   // A user fact with `window: 16`: of 300 keys set by one process, about the
   // newest 16..32 remain, the latest among them.

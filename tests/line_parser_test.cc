@@ -137,7 +137,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"elastic_table", "  exitcode  : -6 (pid: 3437)", Family::kElastic, "  exitcode  : -6 (pid: 3437)"},
         // A timestamp wrapper takes the row's indent with its blank (kubectl --timestamps).
         Case{"elastic_table_timestamped", "2024-05-01T10:00:00.123456Z   rank      : 1 (local_rank: 1)",
-             Family::kElastic, "rank      : 1 (local_rank: 1)", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
+             Family::kElastic, "  rank      : 1 (local_rank: 1)", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
+        // A shipper's stamp and its one separator go; the indentation of an
+        // inventory block stays (ibstat's port state is read from it).
+        Case{"ibstat_port_state_timestamped", "2024-11-22T10:15:32.260Z \t\tState: Down", Family::kOther,
+             "\t\tState: Down", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},
         // Padding after the header of an empty glog message ("run.py:793] " + blanks).
         Case{"glog_empty_message_padded", "W1122 13:44:17.609000 1824 torch/distributed/run.py:793]    ",
              Family::kElastic, "", nullptr, -1, -2, -2, -2, nullptr, nullptr, -2, true},

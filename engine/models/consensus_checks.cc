@@ -138,13 +138,21 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
                                       {"size", &CollectiveCall::sizes},
                                       {"dtype", &CollectiveCall::dtype},
                                       {"root", &CollectiveCall::root}};
+      // A field some rank's line does not show (a line cut inside "NumelIn=1, N",
+      // an older format) is unknown there, not different: it is not compared.
+      auto compared = [&](const Field& fd) {
+        if (variable && fd.member == &CollectiveCall::sizes) return false;
+        for (const auto& cv : calls) {
+          if ((cv.second->*fd.member).empty()) return false;
+        }
+        return true;
+      };
       // The signature of each rank's call; the majority signature is the consensus.
       std::map<std::string, std::vector<int>> by_sig;
       auto sig = [&](const CollectiveCall& cc) {
         std::string s;
         for (const Field& fd : kFields) {
-          if (variable && fd.member == &CollectiveCall::sizes) continue;
-          s += cc.*fd.member + "\x1f";
+          if (compared(fd)) s += cc.*fd.member + "\x1f";
         }
         return s;
       };
@@ -181,7 +189,7 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
       std::set<std::string> ops;
       for (const auto& cv : calls) ops.insert(cv.second->op);
       for (const Field& fd : kFields) {
-        if (variable && fd.member == &CollectiveCall::sizes) continue;
+        if (!compared(fd)) continue;
         // A root belongs to rooted collectives only: between two op types it says nothing more.
         if (ops.size() > 1 && fd.member == &CollectiveCall::root) continue;
         std::set<std::string> vals;

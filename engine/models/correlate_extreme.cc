@@ -323,7 +323,9 @@ void PeerMap(CorrelationCtx& x) {
       return e.file != r.file || e.line <= r.line;
     };
     bool running = false;
-    for (Fact f : {Fact::kInitComplete, Fact::kTimeoutOp, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastOpcount}) {
+    // A watchdog that caught the error checked enqueued work: past init too.
+    for (Fact f : {Fact::kInitComplete, Fact::kTimeoutOp, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastOpcount,
+                   Fact::kWatchdogFired}) {
       const int id = x.state.rules().fact(f);
       if (id < 0) continue;
       if (const FactValue* v = rep.Get(id)) running |= before(v->evidence);
