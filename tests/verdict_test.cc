@@ -112,6 +112,20 @@ INSTANTIATE_TEST_SUITE_P(
             "incomplete",
             "RUN-NO-PROGRESS-SHOWN",
             ""},
+        // A program's own lines behind the ranks' prefixes (corpus torchtitan-1618):
+        // those ranks ran, so the verdict is incomplete; the same lines with no
+        // prefix are nothing recognised.
+        Row{"rank_prefixed_program_lines",
+            {"[rank0]:[titan] 2025-08-21 11:19:52,951 - root - INFO - step 87 start\n",
+             "[rank1]:[titan] 2025-08-21 11:19:52,993 - root - INFO - step 89 start\n"},
+            "incomplete",
+            "RUN-NO-PROGRESS-SHOWN",
+            ""},
+        Row{"program_lines_only",
+            {"[titan] 2025-08-21 11:19:52,951 - root - INFO - step 87 start\n"},
+            "unknown",
+            "",
+            ""},
         // nccl-tests' banner and device table, printed before init, and nothing after:
         // no result, no NCCL line (corpus nccl-tests-213: two jobs that each printed it).
         Row{"nccltests_banner_only",

@@ -378,7 +378,12 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   // Only lines of other programs matched (a framework's banner, kernel or
   // inventory tools): they say nothing of the run's progress unless one of
   // them is a warning of its own (a stall report with no rank to hold it).
-  if (counters.recognised_lines() == 0 && !nccltests &&
+  // Output behind a global rank prefix ("[rank1]:", a Horovod or MPI tag) is
+  // the job's own, whatever it says: those ranks ran, so their logs show a
+  // run that began, not one that cannot be read.
+  int ranked = 0;
+  for (int s : state.LiveSubjects()) ranked += state.subjects()[s].rank >= 0;
+  if (counters.recognised_lines() == 0 && !nccltests && ranked == 0 &&
       (counters.matched_lines == 0 || worst_line >= Severity::kWarning))
     return;
   // What was read, by family ("3 PyTorch and 12 NCCL lines").
@@ -392,7 +397,11 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   const bool nccl = counters.family_lines[static_cast<int>(Family::kNccl)] > 0;
   if (nccltests) read.push_back("nccl-tests banner");
   Vars vars{{"processes", std::to_string(processes)},
-            {"lines", read.empty() ? fmt::format("{} line(s) the rules read, none of them NCCL, PyTorch or launcher "
+            {"lines", read.empty() && counters.matched_lines == 0
+                          ? fmt::format("{} line(s) of {} rank(s)' own output (behind their rank prefixes), none of it "
+                                        "NCCL, PyTorch or launcher output",
+                                        counters.lines, ranked)
+                      : read.empty() ? fmt::format("{} line(s) the rules read, none of them NCCL, PyTorch or launcher "
                                                  "output (a framework's banner, kernel or inventory tools)",
                                                  counters.matched_lines)
                                    : Join(read) + " line(s) of distributed-training output"},
