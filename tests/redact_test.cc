@@ -54,6 +54,9 @@ TEST(Redact, ANicSuffixAndTheDomainFollowTheirHost) {
   // A file name keeps what it says it holds.
   EXPECT_EQ(r.RedactPath("gpu-node-7.dmesg.log"), r.Redact("gpu-node-7") + ".dmesg.log");
   EXPECT_EQ(r.RedactPath("nccl.gpu-node-7.48213"), "nccl." + r.Redact("gpu-node-7") + ".48213");
+  // So does a host-named file that grep -H cites before a line: ".log" is no domain.
+  const std::string grep = r.Redact("gpu-node-7.log:gpu-node-7:123:456 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB");
+  EXPECT_EQ(grep.rfind(r.Redact("gpu-node-7") + ".log:", 0), 0u) << grep;
 }
 
 TEST(Redact, UsersJobsAndWhatMustStay) {

@@ -162,6 +162,39 @@ INSTANTIATE_TEST_SUITE_P(
         // no world size is printed: rank 0 is inferred (ranks count from 0) and
         // leads, as the culprit, above the victims' timeouts; the run hung.
         Row{"silent_rank0", {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2)}, "hung", "CONSENSUS-NEVER-JOINED", "0"},
+        // The world size from an environment dump (WORLD-SIZE-STATED): rank 3,
+        // above every reporter, is found by elimination too.
+        Row{"world_size_from_env",
+            {"WORLD_SIZE=4\n" + Timeout(0, 2) + Timeout(1, 2) + Timeout(2, 2)},
+            "hung",
+            "CONSENSUS-NEVER-JOINED",
+            "3"},
+        // Every rank printed its init; ranks 0-2 time out and rank 3, whose lines
+        // carry no time, never does: the one rank that went quiet is named.
+        Row{"silent_rank_untimed",
+            {InitLines(0, 4, true) + Timeout(0, 2), InitLines(1, 4, true) + Timeout(1, 2),
+             InitLines(2, 4, true) + Timeout(2, 2), InitLines(3, 4, true)},
+            "hung",
+            "CONSENSUS-DIED-FIRST",
+            "3"},
+        // Half the ranks quiet: their logs end early, not their work; nobody named.
+        Row{"half_quiet_untimed",
+            {InitLines(0, 4, true) + Timeout(0, 2), InitLines(1, 4, true) + Timeout(1, 2), InitLines(2, 4, true),
+             InitLines(3, 4, true)},
+            "hung",
+            "TORCH-WATCHDOG-TIMEOUT",
+            ""},
+        // torchrun's failure table alone: the worker a signal killed (-9) is the
+        // suspect and the run crashed; the one its watchdog aborted (-6) is not.
+        Row{"failure_table_sigkill",
+            {"torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nFailures:\n[1]:\n"
+             "  time      : 2024-01-22_10:15:32\n  host      : node-3\n  rank      : 4 (local_rank: 0)\n"
+             "  exitcode  : -6 (pid: 4241)\nRoot Cause (first observed failure):\n[0]:\n"
+             "  time      : 2024-01-22_10:15:30\n  host      : node-3\n  rank      : 5 (local_rank: 1)\n"
+             "  exitcode  : -9 (pid: 4242)\n"},
+            "crashed",
+            "ELASTIC-CHILD-KILLED",
+            "5"},
         // The culprit the consensus model infers goes before a victim's error of
         // the same severity (here a connection its peer closed).
         Row{"culprit_before_victims_error",

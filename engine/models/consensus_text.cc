@@ -167,7 +167,26 @@ std::optional<DiedFirstCandidate> CandidateOf(const JobState& state, int s, cons
   if (nccl_side) return std::nullopt;
   if (!have) {
     const Evidence* last = LastSignOfLife(state, s);
-    if (!last) return std::nullopt;
+    if (!last) {
+      // Lines without a time: the rank's last line, where nothing says it
+      // waited (its watchdog fired, its communicator was aborted, it printed
+      // its queue, the launcher lost it to its watchdog's abort): silent, but
+      // not when.
+      const RuleSet& rules = state.rules();
+      for (Fact f :
+           {Fact::kWatchdogFired, Fact::kCommAbort, Fact::kLastEnqueued, Fact::kCleanEnd, Fact::kElasticFailed}) {
+        if (sub.Has(rules.fact(f))) return std::nullopt;
+      }
+      // Its last line: last_line where the rules keep it, else the latest
+      // line of its facts (an NCCL init line) in its last file.
+      const Evidence* e = nullptr;
+      if (const FactValue* line = sub.Get(rules.fact(Fact::kLastLine))) e = &line->evidence;
+      for (const auto& [f, v] : sub.facts.slots()) {
+        if (!e || std::make_pair(v.evidence.file, v.evidence.line) > std::make_pair(e->file, e->line)) e = &v.evidence;
+      }
+      if (!e) return std::nullopt;
+      return DiedFirstCandidate{sub.rank, -1, false, e->text, *e};
+    }
     best = DiedFirstCandidate{sub.rank, last->time, false, "", *last};
   }
   return best;
@@ -181,9 +200,13 @@ std::vector<const DiedFirstCandidate*> NameDiedFirst(const std::vector<DiedFirst
   // timed one does; print order says nothing about time: a spawner prints a
   // child's traceback when the child exits, after the others' timeouts.
   const double first_timeout = timed_out.first_timeout;
-  std::vector<const DiedFirstCandidate*> timed, untimed;
+  std::vector<const DiedFirstCandidate*> timed, untimed, quiet;
   for (const DiedFirstCandidate& k : candidates) {
     if (!k.fatal && nccl_error.any) continue;
+    if (!k.fatal && k.time < 0) {
+      quiet.push_back(&k);
+      continue;
+    }
     if (k.time >= 0 && nccl_error.first >= 0 && k.time > nccl_error.first) continue;
     if (k.time >= 0 && first_timeout >= 0) {
       if (k.time < first_timeout) timed.push_back(&k);
@@ -191,6 +214,10 @@ std::vector<const DiedFirstCandidate*> NameDiedFirst(const std::vector<DiedFirst
       untimed.push_back(&k);  // no order to compare: the sign or the timeouts carry no time
     }
   }
+  // No sign with a time, no failure: the ranks that printed lines of their
+  // own but never timed out with the others, if they are the few (one rank
+  // stopped; when most fell silent their logs end early, not their work).
+  if (timed.empty() && untimed.empty() && !quiet.empty() && quiet.size() * 2 < timed_out.ranks.size()) return quiet;
   if (timed.empty()) return untimed;
   // The earliest fatal sign; silence only when no rank failed loudly.
   bool any_fatal = false;
@@ -211,6 +238,9 @@ std::string SaysOf(const DiedFirstCandidate& k) {
   if (k.fatal) {
     return k.time >= 0 ? fmt::format("rank {} failed at {}: {}", k.rank, Clock(k.time), k.what)
                        : fmt::format("rank {} failed: {}", k.rank, k.what);
+  }
+  if (k.time < 0) {
+    return fmt::format("rank {} never timed out itself; its last line (no time on it) was \"{}\"", k.rank, k.what);
   }
   return fmt::format("rank {} printed nothing after {} and never timed out itself", k.rank, Clock(k.time));
 }

@@ -402,9 +402,9 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
                                         "NCCL, PyTorch or launcher output",
                                         counters.lines, ranked)
                       : read.empty() ? fmt::format("{} line(s) the rules read, none of them NCCL, PyTorch or launcher "
-                                                 "output (a framework's banner, kernel or inventory tools)",
-                                                 counters.matched_lines)
-                                   : Join(read) + " line(s) of distributed-training output"},
+                                                   "output (a framework's banner, kernel or inventory tools)",
+                                                   counters.matched_lines)
+                                     : Join(read) + " line(s) of distributed-training output"},
             {"init", nccl ? "no NCCL line that marks a stage of communicator init (Init START or COMPLETE, the "
                             "transports, the channels)"
                           : "no NCCL communicator init (NCCL_DEBUG=INFO prints it)"}};

@@ -448,8 +448,10 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         }
         if (name_len > 0 && !(home && dot == std::string_view::npos && users_.count(part))) {
           replace(p, name_len, kHost);
-          // ".narval.calcul.quebec" after a host (not in a file name: ".dmesg.log").
-          if (dot != std::string_view::npos && !in_path_ && dot + 1 < part.size() && IsAlpha(part[dot + 1]))
+          // ".narval.calcul.quebec" after a host (not in a file name: ".dmesg.log",
+          // nor a host-named file a grep -H prefix cites: "node-7.log:").
+          if (dot != std::string_view::npos && !in_path_ && dot + 1 < part.size() && IsAlpha(part[dot + 1]) &&
+              !EndsWithAny(part, {".log", ".txt", ".out", ".err", ".stdout", ".stderr"}))
             replace(p + dot, part.size() - dot, kDomain);
         } else if (home || (users_.count(part) && (pb == '/' || (pa == '@' && !same_length_)))) {
           if (home) users_.emplace(part);
