@@ -16,7 +16,10 @@ interleaved put every log of a case in one file, so a file's name no longer
 says whose its unprefixed lines are (a bare NCCL <= 2.21 version banner among
 two hosts' lines is nobody's). kubectl-prefix is run only when named too: it
 gives each file a pod of its own, which is false for a file that holds the
-lines of several hosts (it then says they ran in one pod).
+lines of several hosts (it then says they ran in one pod). The hard wraps are
+run only when named too, as a known gap: the scanner joins a line cut once by a
+terminal (two rows), not one cut into three or more (a 300-byte watchdog line
+on a 120-column terminal).
 
 usage: wrap_invariance.py NCCLSCAN CORPUS_DIR [WRAPPER...]
        (no WRAPPER: every one that loses nothing)
@@ -66,11 +69,14 @@ WRAPPERS = {
     "docker-json": wrap_lines(docker),
     "kaggle": wrap_lines(lambda l, i, n, k: b"%d.%ds\t%d\t" % (700 + i // 10, i % 10, i + 1) + l),
     "tqdm-cr": wrap_lines(lambda l, i, n, k: (b" 45%|####5     | 45/100 [00:03<00:04, 12.1it/s]\r" + l) if i % 3 == 0 else l),
+    # A terminal copy: every line longer than the window's width is cut into rows.
+    "hardwrap-120": wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + 120] for j in range(0, len(l), 120)) or l),
+    "hardwrap-200": wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + 200] for j in range(0, len(l), 200)) or l),
     "gzip": None,  # whole file, below
     "one-paste": None,  # every log of the case in one file, one after another
     "interleaved": None,  # every log of the case in one file, a line of each in turn
 }
-LOSSY = {"one-paste", "interleaved", "kubectl-prefix"}
+LOSSY = {"one-paste", "interleaved", "kubectl-prefix", "hardwrap-120", "hardwrap-200"}
 
 
 def pasted(dst, logs, wrapper):
