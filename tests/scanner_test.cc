@@ -793,6 +793,37 @@ TEST(Scanner, AHardWrapIsJoinedWhateverTheChunkSize) {
   }
 }
 
+// The same watchdog line on an 80-column terminal: rows as wide as the first,
+// joined into one line whatever the chunk size; its size and time read in full
+// (the third row holds "NumelOut=1, Timeout(ms)=600000) ran for"). The last
+// row, a lone ".", adds nothing and stays a line of its own.
+TEST(Scanner, ALineCutIntoSeveralRowsIsJoinedWhateverTheChunkSize) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 6; ++i) {
+    const std::string r = std::to_string(i % 3);
+    const std::string line =
+        "[rank" + r + "]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank " + r +
+        "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(90 + i) +
+        ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 "
+        "milliseconds before timing out.";
+    for (size_t k = 0; k < line.size(); k += 80) text += line.substr(k, 80) + "\n";
+    text += "Epoch 3 step " + std::to_string(i) + " loss 1.25\n";
+  }
+  const std::string path = dir.Write("w.log", text);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  EXPECT_EQ(a.state->counters().wrapped_joined, 6u * 2);
+  const std::string want = RenderJson(*a.state, a.diagnosis);
+  EXPECT_NE(want.find("ran for 600005 milliseconds"), std::string::npos);
+  for (size_t chunk = 1; chunk < 900; chunk += 11) {
+    ScanOptions o;
+    o.chunk_size = chunk;
+    Analysis b = Analyze(Rules(), {path}, o);
+    EXPECT_EQ(RenderJson(*b.state, b.diagnosis), want) << "chunk " << chunk;
+    if (HasFailure()) break;
+  }
+}
+
 // `where` on one key of a keyed fact, compared as numbers (14 < 9 as text).
 TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
   RuleLoader loader;

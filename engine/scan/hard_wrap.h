@@ -7,6 +7,7 @@
 #define NCCLSCAN_ENGINE_SCAN_HARD_WRAP_H_
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -18,6 +19,9 @@ namespace scan_detail {
 
 // A wrapped line fills the terminal: shorter lines are never joined.
 constexpr size_t kMinWrapWidth = 79;
+// The most rows one joined line takes (a 300-byte watchdog line is four
+// rows of an 80-column terminal).
+constexpr uint32_t kMaxWrapRows = 16;
 // A wrap may fall right after a space ("... PG status: " / "last enqueued work: ..."):
 // the strength test decides; a line that ends a sentence is not cut.
 inline bool WrapTail(char ch) { return ch != '.' && ch != ';'; }
@@ -47,7 +51,11 @@ enum class WrapGate {
 // `first` (a line cut after a blank keeps it). `next_complete` is false when
 // only a prefix of the next line is known (the chunk reader at its buffer's
 // end): the answer then holds for every line that starts so.
-inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::string_view next, bool next_complete) {
+// `need_nccl`: only a row that names NCCL (or ProcessGroupNCCL) starts a join;
+// the third and later rows of a joined line, and the chunk reader, which must
+// never end a chunk inside one, do without it.
+inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::string_view next, bool next_complete,
+                             bool need_nccl = true) {
   const size_t width = first.size() + (first_blank ? 1 : 0);
   const char tail = first_blank ? ' ' : (first.empty() ? '\0' : first.back());
   if (width < kMinWrapWidth || !WrapTail(tail)) return WrapGate::kNo;
@@ -68,7 +76,7 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   // Only NCCL and PyTorch (ProcessGroupNCCL / WorkNCCL) messages are worth a
   // second look; this keeps long application lines at one parse each.
   static const LiteralFinder kNccl("NCCL");
-  if (kNccl.Find(first) == std::string_view::npos) return WrapGate::kNo;
+  if (need_nccl && kNccl.Find(first) == std::string_view::npos) return WrapGate::kNo;
   return WrapGate::kMaybe;
 }
 
@@ -100,7 +108,7 @@ inline size_t WrapSafeCut(const char* buf, size_t cut, size_t n, size_t max_back
     const char* lone_cr = static_cast<const char*>(std::memchr(first.data(), '\r', first.size()));
     if (lone_cr == nullptr || lone_cr + 1 == first.data() + first.size()) {
       const bool blank = TrimWrapPadding(&first) == 1;
-      if (HardWrapGate(first, blank, next, complete) == WrapGate::kNo) return end;
+      if (HardWrapGate(first, blank, next, complete, /*need_nccl=*/false) == WrapGate::kNo) return end;
     }
     if (prev_nl == nullptr) return 0;
     end = static_cast<size_t>(prev_nl - buf) + 1;

@@ -101,7 +101,10 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   // whole says strictly more than either part.
   const Strength next_alone = FindingStrength(rules, c, next, &fam);
   const bool mid_sentence = first.back() == ' ' && next[0] != '[' && fam == Family::kTorch;
-  if (!mid_sentence && (next_alone.level != 0 || fam != Family::kOther)) return false;
+  // A row cut mid-word ("… Watchdog cau" / "ght collective operation timeout: WorkNCCL(…")
+  // may read as a PyTorch fragment too; it has no finding of its own.
+  const bool mid_word = IsAlpha(first.back()) && IsAlpha(next[0]) && next[0] >= 'a' && fam == Family::kTorch;
+  if (!mid_sentence && (next_alone.level != 0 || (fam != Family::kOther && !mid_word))) return false;
   Family first_fam;
   const Strength alone = FindingStrength(rules, c, first, &first_fam);
   if (first_fam == Family::kOther) return false;
@@ -117,6 +120,33 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
     j = c->arena.Store(all);
   }
   *joined = j;
+  return true;
+}
+
+// A third (fourth, …) row of a line JoinsHardWrap joined: `row`, the row just
+// joined, filled the terminal as wide as the first (`width`), and the whole
+// with `next` says strictly more than without it ("… NumelOut=1, Timeout(ms)="
+// / "600000) ran for 600081 milliseconds before timing out.").
+bool JoinsWrapContinuation(const RuleSet& rules, Chunk* c, std::string_view joined, std::string_view row, size_t width,
+                           std::string_view next, std::string_view* out) {
+  const bool blank = TrimWrapPadding(&row) == 1;
+  TrimWrapPadding(&next);
+  if (row.size() + (blank ? 1 : 0) != width) return false;
+  if (HardWrapGate(row, blank, next, true, /*need_nccl=*/false) == WrapGate::kNo) return false;
+  Family fam;
+  const Strength next_alone = FindingStrength(rules, c, next, &fam);
+  if (next_alone.level != 0 || fam != Family::kOther) return false;
+  std::string_view tail = joined;
+  if (tail[0] == '[') tail.remove_prefix(LastGluedRankPrefix(tail));
+  const Strength before = FindingStrength(rules, c, tail, &fam);
+  std::string both(joined);
+  if (blank) both += ' ';
+  both.append(next.data(), next.size());
+  const std::string_view j = c->arena.Store(both);
+  tail = j.substr(joined.size() - tail.size());
+  const Strength after = FindingStrength(rules, c, tail, &fam);
+  if (after.level != 2 || after.captured <= before.captured) return false;
+  *out = j;
   return true;
 }
 
@@ -266,12 +296,29 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       const char* nle;
       const char* after = CutLine(p, end, c->cr_lines, &next_nl, &nle);
       std::string_view joined;
-      if (JoinsHardWrap(rules, c, raw, std::string_view(p, nle - p), &joined)) {
+      std::string_view first_row = raw;
+      const bool first_blank = TrimWrapPadding(&first_row) == 1;
+      const size_t width = first_row.size() + (first_blank ? 1 : 0);
+      std::string_view row(p, nle - p);
+      if (JoinsHardWrap(rules, c, raw, row, &joined)) {
         raw = joined;
         p = after;
         c->counters.lines++;
         c->counters.wrapped_joined++;
         consumed = 1;  // the continuation's line; evidence cites the first
+        // More rows of the same line, each as wide as the first.
+        while (p < end && consumed < scan_detail::kMaxWrapRows) {
+          const char* nle2;
+          const char* after2 = CutLine(p, end, c->cr_lines, &next_nl, &nle2);
+          std::string_view more;
+          if (!JoinsWrapContinuation(rules, c, raw, row, width, std::string_view(p, nle2 - p), &more)) break;
+          row = std::string_view(p, nle2 - p);
+          raw = more;
+          p = after2;
+          c->counters.lines++;
+          c->counters.wrapped_joined++;
+          ++consumed;
+        }
       }
     }
     bool candidate = false;
