@@ -760,6 +760,17 @@ TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
   EXPECT_EQ(b.state->counters().wrapped_joined, 0u);
 }
 
+// Scans `path` with chunk sizes 1, 1 + step, … below `limit`: each JSON is `want`.
+void ExpectSameJsonWhateverTheChunkSize(const std::string& path, const std::string& want, size_t limit, size_t step) {
+  for (size_t chunk = 1; chunk < limit; chunk += step) {
+    ScanOptions o;
+    o.chunk_size = chunk;
+    Analysis b = Analyze(Rules(), {path}, o);
+    EXPECT_EQ(RenderJson(*b.state, b.diagnosis), want) << "chunk " << chunk;
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 // Regression: a hard wrap that straddled a chunk boundary stayed two lines, so
 // the counts by family and the evidence depended on the chunk size. The reader
 // now never ends a chunk between two lines that might be joined.
@@ -784,13 +795,7 @@ TEST(Scanner, AHardWrapIsJoinedWhateverTheChunkSize) {
   Analysis a = Analyze(Rules(), {path}, whole);
   EXPECT_EQ(a.state->counters().wrapped_joined, 12u);
   const std::string want = RenderJson(*a.state, a.diagnosis);
-  for (size_t chunk = 1; chunk < 700; chunk += 7) {
-    ScanOptions o;
-    o.chunk_size = chunk;
-    Analysis b = Analyze(Rules(), {path}, o);
-    EXPECT_EQ(RenderJson(*b.state, b.diagnosis), want) << "chunk " << chunk;
-    if (HasFailure()) break;
-  }
+  ExpectSameJsonWhateverTheChunkSize(path, want, 700, 7);
 }
 
 // The same watchdog line on an 80-column terminal: rows as wide as the first,
@@ -815,13 +820,7 @@ TEST(Scanner, ALineCutIntoSeveralRowsIsJoinedWhateverTheChunkSize) {
   EXPECT_EQ(a.state->counters().wrapped_joined, 6u * 2);
   const std::string want = RenderJson(*a.state, a.diagnosis);
   EXPECT_NE(want.find("ran for 600005 milliseconds"), std::string::npos);
-  for (size_t chunk = 1; chunk < 900; chunk += 11) {
-    ScanOptions o;
-    o.chunk_size = chunk;
-    Analysis b = Analyze(Rules(), {path}, o);
-    EXPECT_EQ(RenderJson(*b.state, b.diagnosis), want) << "chunk " << chunk;
-    if (HasFailure()) break;
-  }
+  ExpectSameJsonWhateverTheChunkSize(path, want, 900, 11);
 }
 
 // `where` on one key of a keyed fact, compared as numbers (14 < 9 as text).

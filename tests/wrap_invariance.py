@@ -60,6 +60,11 @@ def docker(line, i, name, index):
     return json.dumps(obj).encode()
 
 
+def hard_wrap(width):
+    """A terminal copy: every line longer than the window's width is cut into rows."""
+    return wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + width] for j in range(0, len(l), width)) or l)
+
+
 WRAPPERS = {
     "shipper-time": wrap_lines(lambda l, i, n, k: stamp(i).encode() + b" " + l),
     "kubectl-prefix": wrap_lines(lambda l, i, n, k: b"[pod/trainer-worker-%d/pytorch] " % k + l),
@@ -69,9 +74,8 @@ WRAPPERS = {
     "docker-json": wrap_lines(docker),
     "kaggle": wrap_lines(lambda l, i, n, k: b"%d.%ds\t%d\t" % (700 + i // 10, i % 10, i + 1) + l),
     "tqdm-cr": wrap_lines(lambda l, i, n, k: (b" 45%|####5     | 45/100 [00:03<00:04, 12.1it/s]\r" + l) if i % 3 == 0 else l),
-    # A terminal copy: every line longer than the window's width is cut into rows.
-    "hardwrap-120": wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + 120] for j in range(0, len(l), 120)) or l),
-    "hardwrap-200": wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + 200] for j in range(0, len(l), 200)) or l),
+    "hardwrap-120": hard_wrap(120),
+    "hardwrap-200": hard_wrap(200),
     "gzip": None,  # whole file, below
     "one-paste": None,  # every log of the case in one file, one after another
     "interleaved": None,  # every log of the case in one file, a line of each in turn

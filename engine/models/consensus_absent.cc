@@ -28,10 +28,8 @@ int Checks::WorldSize() const {
 }
 
 std::set<int> Checks::PresentRanks() const {
-  std::set<int> r = m.dump_ranks();
-  for (int s : state.LiveSubjects()) {
-    if (state.subjects()[s].rank >= 0) r.insert(state.subjects()[s].rank);
-  }
+  std::set<int> r = state.Ranks();
+  r.insert(m.dump_ranks().begin(), m.dump_ranks().end());
   return r;
 }
 

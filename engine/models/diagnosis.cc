@@ -533,10 +533,8 @@ Diagnosis Diagnose(const JobState& state) {
   for (const auto& file : state.files()) unreadable += !file.error.empty();
   // Flight Recorder dumps that were read are evidence too, and so is output
   // behind a global rank prefix ("[rank1]:"): those ranks ran.
-  bool ranked = false;
-  for (int s : state.LiveSubjects()) ranked |= state.subjects()[s].rank >= 0;
   if (d.status == Status::kOk && recognised == 0 && c.matched_lines == 0 && state.flight_recorders().empty() &&
-      !ranked) {
+      state.Ranks().empty()) {
     d.status = Status::kUnknown;
   }
   if ((d.status == Status::kOk || d.status == Status::kUnknown) && unreadable > 0) d.status = Status::kPartial;

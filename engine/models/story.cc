@@ -381,8 +381,7 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   // Output behind a global rank prefix ("[rank1]:", a Horovod or MPI tag) is
   // the job's own, whatever it says: those ranks ran, so their logs show a
   // run that began, not one that cannot be read.
-  int ranked = 0;
-  for (int s : state.LiveSubjects()) ranked += state.subjects()[s].rank >= 0;
+  const size_t ranked = state.Ranks().size();
   if (counters.recognised_lines() == 0 && !nccltests && ranked == 0 &&
       (counters.matched_lines == 0 || worst_line >= Severity::kWarning))
     return;

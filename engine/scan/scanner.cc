@@ -296,11 +296,12 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       const char* nle;
       const char* after = CutLine(p, end, c->cr_lines, &next_nl, &nle);
       std::string_view joined;
-      std::string_view first_row = raw;
-      const bool first_blank = TrimWrapPadding(&first_row) == 1;
-      const size_t width = first_row.size() + (first_blank ? 1 : 0);
       std::string_view row(p, nle - p);
       if (JoinsHardWrap(rules, c, raw, row, &joined)) {
+        // The width of the first row, which every further row must fill.
+        std::string_view first_row = raw;
+        const bool first_blank = TrimWrapPadding(&first_row) == 1;
+        const size_t width = first_row.size() + (first_blank ? 1 : 0);
         raw = joined;
         p = after;
         c->counters.lines++;

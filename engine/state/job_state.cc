@@ -379,6 +379,14 @@ std::set<std::string> JobState::Hosts() const {
   return h;
 }
 
+std::set<int> JobState::Ranks() const {
+  std::set<int> r;
+  for (const auto& s : subjects_.all) {
+    if (!s.merged_away && s.rank >= 0) r.insert(s.rank);
+  }
+  return r;
+}
+
 int64_t JobState::StatedNodes() const {
   const int nodes = rules_->fact(Fact::kNodes);
   int64_t most = 0;

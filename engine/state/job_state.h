@@ -131,6 +131,8 @@ class JobState {
   void AddFlightRecorder(FrFile f) { counters_.over_fr_entry_cap += dumps_.Add(std::move(f)); }
   const std::vector<FrFile>& flight_recorders() const { return dumps_.files; }
   std::set<std::string> Hosts() const;
+  // The ranks of the live subjects.
+  std::set<int> Ranks() const;
   // How many nodes the job says it runs on (the `nodes` fact: NCCL's nNodes,
   // torchrun's --standalone / --nnodes, the rendezvous' group_world_size): the
   // largest stated, 0 when nothing says.
