@@ -127,8 +127,8 @@ if [ "$SHAPES" = 1 ]; then
   # The shapes users bring, each against rg -c -z on the same bytes in the same run:
   # one `srun -l` file with every rank interleaved (the same simulated job, seed and
   # size), a WARN storm (an IB error storm on every rank), the per-rank files
-  # zstd-compressed, and the real posted logs of the corpus concatenated (every line
-  # an interesting one).
+  # zstd-compressed, the real posted logs of the corpus concatenated (every line
+  # an interesting one), and a wide job (2048 ranks interleaved).
   echo "-- shapes"
   sh_dir=$DIR/shapes-$SIZE_MB
   if [ ! -f "$sh_dir/.done" ]; then
@@ -149,7 +149,15 @@ if [ "$SHAPES" = 1 ]; then
     done
     touch "$sh_dir/.done"
   fi
-  for shape in srun storm zst real; do run_set "$shape" "$sh_dir/$shape" "$CORES" "$REPS"; done
+  if [ ! -f "$sh_dir/wide/.done" ]; then
+    # A wide job: 2048 ranks on 256 hosts in one srun -l file (per-rank state and
+    # cross-rank checks that grow with the rank count show here, not at 64).
+    rm -rf "$sh_dir/wide"
+    "$SIM" --out "$sh_dir/wide" --ranks 2048 --hosts 256 --size-mb $((SIZE_MB / 4)) --fault divergent_rank --culprit 13 \
+      --seed 1 --layout interleaved --wrapper srun >/dev/null
+    touch "$sh_dir/wide/.done"
+  fi
+  for shape in srun storm zst real wide; do run_set "$shape" "$sh_dir/$shape" "$CORES" "$REPS"; done
 fi
 if [ "$SCALING" = 1 ]; then
   echo "-- scaling with cores"

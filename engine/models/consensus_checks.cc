@@ -18,9 +18,10 @@ void Checks::Emit(const CompiledCorrelation& c, const std::vector<int>& suspects
   f.ranks = suspects;
   // Hosts of the suspects, where a text log placed them.
   std::set<std::string> hosts;
+  const std::set<int> named(suspects.begin(), suspects.end());
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    if (sub.rank >= 0 && !sub.host.empty() && std::count(suspects.begin(), suspects.end(), sub.rank)) {
+    if (sub.rank >= 0 && !sub.host.empty() && named.count(sub.rank)) {
       hosts.insert(sub.host);
     }
   }
@@ -140,13 +141,14 @@ void Checks::Mismatch(const CompiledCorrelation& c) const {
                                       {"root", &CollectiveCall::root}};
       // A field some rank's line does not show (a line cut inside "NumelIn=1, N",
       // an older format) is unknown there, not different: it is not compared.
-      auto compared = [&](const Field& fd) {
-        if (variable && fd.member == &CollectiveCall::sizes) return false;
-        for (const auto& cv : calls) {
-          if ((cv.second->*fd.member).empty()) return false;
-        }
-        return true;
-      };
+      constexpr size_t kFieldCount = sizeof(kFields) / sizeof(kFields[0]);
+      bool shown[kFieldCount];
+      for (size_t i = 0; i < kFieldCount; ++i) {
+        shown[i] = !(variable && kFields[i].member == &CollectiveCall::sizes);
+        for (auto cv = calls.begin(); shown[i] && cv != calls.end(); ++cv)
+          shown[i] = !(cv->second->*kFields[i].member).empty();
+      }
+      auto compared = [&](const Field& fd) { return shown[&fd - kFields]; };
       // The signature of each rank's call; the majority signature is the consensus.
       std::map<std::string, std::vector<int>> by_sig;
       auto sig = [&](const CollectiveCall& cc) {
