@@ -481,7 +481,9 @@ TEST(Consensus, ASizeALineDoesNotShowIsNotADifference) {
       if (f.rule_id == "CONSENSUS-CALL-MISMATCH") got = &f;
     }
     EXPECT_EQ(got != nullptr, c.mismatch) << c.name << ": " << (got ? got->explanation : "");
-    if (got) EXPECT_EQ(got->ranks, std::vector<int>{2}) << c.name;
+    if (got) {
+      EXPECT_EQ(got->ranks, std::vector<int>{2}) << c.name;
+    }
   }
 }
 

@@ -475,6 +475,28 @@ TEST(Scanner, InterleavedProcessesFoldLikeLineByLine) {
   ExpectFoldingChangesNothing(path, {size_t{1} << 20, size_t{97}, size_t{4096}});
 }
 
+// A wide job: more processes than the folder has slots, so processes share a
+// slot (the later one closes the other's run) and every run is open at once
+// (one closes round the clock). Each process's lines still apply in order.
+TEST(Scanner, WideJobsFoldLikeLineByLine) {
+  TempDir dir;
+  std::string s;
+  const int kProcs = 5000;
+  for (int i = 0; i < 4 * kProcs; ++i) {
+    const int proc = (i * 7919) % kProcs;
+    const std::string host = "n" + std::to_string(proc / 8) + ":" + std::to_string(1000 + proc) + ":" +
+                             std::to_string(1000 + proc) + " [" + std::to_string(proc % 8) + "] NCCL INFO ";
+    s += host + "AllReduce: opCount " + std::to_string(i / kProcs + (i % 5 == 0)) + " sendbuff 0x7f count 8" +
+         " datatype 7 op 0 root 0 comm 0x55" + std::to_string(proc % 2) + " [nranks=" + std::to_string(kProcs) +
+         "] stream 0x1\n";
+    if (i % 11 == 0)
+      s += host + "Broadcast: opCount 0 sendbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x550 [nranks=" +
+           std::to_string(kProcs) + "] stream 0x1\n";
+  }
+  std::string path = dir.Write("job.log", s);
+  ExpectFoldingChangesNothing(path, {size_t{1} << 20, size_t{4099}});
+}
+
 // A lagging rank's finding (COLL-OPCOUNT-LAGGING) cites one line of the
 // others for contrast and caps its evidence: both were picked by subject
 // index, which the chunk size reorders (processes met in a chunk are noted

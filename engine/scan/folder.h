@@ -40,8 +40,12 @@ class Folder {
       FlushFor(pl);
       return false;
     }
-    Run& run = RunOf(pl);
-    if (run.lines > 0 && (me.rule != run.rule || run.pending.size() >= kMaxEntries)) Flush(&run);
+    Run* open = &RunOf(pl);
+    if (open->lines > 0 && (me.rule != open->rule || open->pending.size() >= kMaxEntries)) {
+      Flush(open);
+      open = &RunOf(pl);  // the process's next run
+    }
+    Run& run = *open;
     if (run.lines == 0) {
       run.rule = me.rule;
       run.first = pl;
@@ -83,10 +87,12 @@ class Folder {
   // Closes the runs a plain event of `pl` must follow: its process's, or
   // every run when the line names no process.
   void FlushFor(const ParsedLine& pl) {
-    const bool process = !pl.host.empty() && pl.pid >= 0;
-    for (Run& run : runs_) {
-      if (run.lines > 0 && (!process || SameProcess(run, pl))) Flush(&run);
+    if (!pl.host.empty() && pl.pid >= 0) {
+      const uint16_t at = slot_[SlotOf(pl)];
+      if (at < runs_.size() && runs_[at].lines > 0 && SameProcess(runs_[at], pl)) Flush(&runs_[at]);
+      return;
     }
+    FlushAll();
   }
 
   void FlushAll() {
@@ -95,13 +101,16 @@ class Folder {
 
  private:
   static constexpr size_t kMaxEntries = 32;
-  static constexpr size_t kMaxRuns = 128;  // open at once; past it the oldest closes
+  static constexpr size_t kMaxRuns = 128;  // open at once; past it one closes
+  static constexpr int kSlotBits = 12;
+  static constexpr uint16_t kNoRun = 0xffff;
 
   struct Run {
     int rule = -1;
     ParsedLine first;
     uint32_t first_index = 0;
     uint32_t lines = 0;
+    uint16_t slot = kNoRun;  // its index in slot_ while it has one
     std::vector<FoldEntry> pending;
   };
 
@@ -109,31 +118,41 @@ class Folder {
     return run.first.pid == pl.pid && run.first.rank_hint == pl.rank_hint && SameText(run.first.host, pl.host);
   }
 
-  // The run of pl's process (its srun label too), opened if none is.
+  // The slot of pl's process (its srun label too) in slot_.
+  static size_t SlotOf(const ParsedLine& pl) {
+    return SpreadBits(static_cast<uint64_t>(pl.pid) * 31 + static_cast<uint64_t>(pl.rank_hint) +
+                      std::hash<std::string_view>()(pl.host)) >>
+           (64 - kSlotBits);
+  }
+
+  // The run of pl's process, opened if none is. A process's open run is
+  // always the one its slot names (slot_): a process that takes the slot of
+  // another's open run closes that run first. Interleaved lines switch process
+  // on nearly every line, and a wide job has far more processes than runs, so
+  // the lookup is one probe, never a search. Closing a run early only makes
+  // two events of what would have been one.
   Run& RunOf(const ParsedLine& pl) {
-    // A hint by pid first: interleaved lines switch process on every line.
-    uint16_t& hint = hint_[SpreadBits(static_cast<uint64_t>(pl.pid) + static_cast<uint64_t>(pl.rank_hint)) >> 56];
-    if (hint < runs_.size() && runs_[hint].lines > 0 && SameProcess(runs_[hint], pl)) return runs_[hint];
-    size_t free = runs_.size(), oldest = runs_.size();
-    for (size_t i = 0; i < runs_.size(); ++i) {
-      if (runs_[i].lines == 0) {
-        if (free == runs_.size()) free = i;
-      } else if (SameProcess(runs_[i], pl)) {
-        hint = static_cast<uint16_t>(i);
-        return runs_[i];
-      } else if (oldest == runs_.size() || runs_[i].first_index < runs_[oldest].first_index) {
-        oldest = i;
-      }
+    uint16_t& at = slot_[SlotOf(pl)];
+    if (at != kNoRun) {
+      Run& run = runs_[at];
+      if (SameProcess(run, pl)) return run;
+      Flush(&run);  // another process's run under this slot
     }
-    if (free == runs_.size()) {
-      if (runs_.size() < kMaxRuns) {
-        runs_.emplace_back();
-      } else {
-        Flush(&runs_[oldest]);
-        free = oldest;
-      }
+    size_t free = runs_.size();
+    if (!free_.empty()) {
+      free = free_.back();
+      free_.pop_back();
+    } else if (runs_.size() < kMaxRuns) {
+      runs_.emplace_back();
+    } else {
+      // Every run is open: close the next one round the clock.
+      free = clock_;
+      clock_ = (clock_ + 1) % runs_.size();
+      Flush(&runs_[free]);
+      free_.pop_back();  // the one Flush just freed
     }
-    hint = static_cast<uint16_t>(free);
+    runs_[free].slot = static_cast<uint16_t>(&at - slot_.data());
+    at = static_cast<uint16_t>(free);
     return runs_[free];
   }
 
@@ -148,6 +167,8 @@ class Folder {
     run->pending.clear();
     run->lines = 0;
     run->rule = -1;
+    slot_[run->slot] = kNoRun;  // only open runs are named by a slot
+    free_.push_back(static_cast<uint16_t>(run - runs_.data()));
   }
 
   static bool FieldsFit(const CompiledRule& r) {
@@ -171,7 +192,15 @@ class Folder {
   const RuleSet& rules_;
   Chunk* c_;
   std::vector<Run> runs_;
-  std::array<uint16_t, 256> hint_{};  // by a hash of pid and label: a run index to try first
+  std::vector<uint16_t> free_;  // runs not open (lines == 0), by index
+  size_t clock_ = 0;            // the run to close next when every run is open
+  // By a hash of the process (host, pid, label): the index of its open run, or kNoRun.
+  std::array<uint16_t, size_t{1} << kSlotBits> slot_ = NoRuns();
+  static std::array<uint16_t, size_t{1} << kSlotBits> NoRuns() {
+    std::array<uint16_t, size_t{1} << kSlotBits> a;
+    a.fill(kNoRun);
+    return a;
+  }
   std::string buf_;
 };
 

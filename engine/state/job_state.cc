@@ -89,10 +89,9 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   if (spec.keyed) {
     // Communicator keys are pointers until an Init line of this file names
     // the commId (the others are folded by ResolvePointerComms).
-    std::string translated;
     if (spec.key_kind == KeyKind::kComm && !key.empty() && static_cast<size_t>(si) < comms_.file_ptr.size() &&
-        CommTable::TranslateKey(comms_.file_ptr[si], key, &translated)) {
-      key = translated;
+        CommTable::TranslateKey(comms_.file_ptr[si], key, &translated_key_)) {
+      key = translated_key_;  // (a member: its capacity stays, no allocation a line)
     }
     auto& m = s->keyed.At(fact);
     auto it = m.find(key);

@@ -220,10 +220,12 @@ class JobState {
   // votes once for each: the scanner notes a rank's last line once a chunk, and
   // a vote a chunk would make the tally depend on the chunk size.
   std::vector<std::unordered_set<uint64_t>> rank_line_votes_;
+  // SetFact's communicator key with its pointer translated (scratch).
+  std::string translated_key_;
   // ProcessSubject's cache: the subject of a pid, by a hash of the pid (host
   // checked on use). Interleaved streams (srun -l, one file of every rank)
   // switch process on nearly every line; the subject map compares host names.
-  static constexpr int kProcessCacheSlots = 256;
+  static constexpr int kProcessCacheSlots = 4096;
   std::array<int, kProcessCacheSlots> process_cache_ = EmptyProcessCache();
   static std::array<int, kProcessCacheSlots> EmptyProcessCache() {
     std::array<int, kProcessCacheSlots> a;

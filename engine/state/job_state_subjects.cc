@@ -10,7 +10,7 @@
 namespace ncclscan {
 
 int JobState::ProcessSubject(std::string_view host, int64_t pid) {
-  const size_t slot = SpreadBits(static_cast<uint64_t>(pid)) >> 56;  // one of kProcessCacheSlots
+  const size_t slot = SpreadBits(static_cast<uint64_t>(pid)) >> 52;  // one of kProcessCacheSlots
   const int cached = process_cache_[slot];
   if (cached >= 0 && subjects_.all[cached].pid == pid && subjects_.all[cached].host == host) return cached;
   const SubjectKeyView key = SubjectKey::Process(host, pid);
