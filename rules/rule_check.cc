@@ -36,13 +36,9 @@ bool ContainsKeyAtom(const CompiledRule& cr, std::string_view text) {
 
 }  // namespace
 
-// Gates a rule may have beyond its key atoms (each a few SIMD compares a line).
-constexpr int kMaxGates = 3;
-
 // Pass 3: each rule's key atoms chosen, and the prefilter built over them.
 void RuleLoader::CompilePrefilter(RuleSet* rs) {
   Impl& im = *impl_;
-  const RE2::Options opts = RegexOptions();
   // Each rule's key atoms, on two threads (the atom analysis compiles the
   // pattern again); then registered in rule order.
   std::vector<char> no_literal(rs->rules_.size(), 0);
@@ -57,78 +53,14 @@ void RuleLoader::CompilePrefilter(RuleSet* rs) {
       cr.key_atoms = {best};
       return;
     }
-    // FilteredRE2 on this rule alone: its atoms, and which ones are required.
-    re2::FilteredRE2 one(3);
-    int id;
-    one.Add(cr.spec.pattern.value, opts, &id);
-    std::vector<std::string> atoms;
-    one.Compile(&atoms);
-    std::vector<int> none, pots;
-    one.AllPotentials(none, &pots);
-    if (atoms.empty() || !pots.empty()) {
-      // A catch-all need not have a literal: it is tried only when no other
-      // rule speaks for a line, and then on every line its level admits.
-      if (!cr.spec.fallback) no_literal[i] = 1;
-      return;
-    }
-    // Key atoms: a smallest-effort hitting set — every match contains at least one
-    // of them. Greedily drop atoms, shortest (least selective) first, while the
-    // rule still cannot pass the prefilter without one of the remaining ones.
-    std::vector<size_t> order(atoms.size());
-    for (size_t a = 0; a < atoms.size(); ++a) order[a] = a;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return atoms[x].size() != atoms[y].size() ? atoms[x].size() < atoms[y].size() : atoms[x] < atoms[y];
-    });
-    std::vector<bool> key(atoms.size(), true);
-    for (size_t a : order) {
-      key[a] = false;
-      std::vector<int> outside;
-      for (size_t b = 0; b < atoms.size(); ++b) {
-        if (!key[b]) outside.push_back(static_cast<int>(b));
-      }
-      pots.clear();
-      one.AllPotentials(outside, &pots);
-      if (!pots.empty()) key[a] = true;  // without it the rule could match unseen
-    }
-    for (size_t a = 0; a < atoms.size(); ++a) {
-      if (key[a]) cr.key_atoms.push_back(atoms[a]);
-    }
-    // Gates: with every key atom present, hitting sets of the other atoms
-    // (ASCII ones only: a gate compares bytes), each chosen the way the key
-    // atoms are and each over the atoms no earlier one took; every gate must
-    // pass. "virbr" after "bootstrap" and ": using ", an exception's name
-    // after "rank ".
-    std::vector<bool> free_atom(atoms.size());
-    for (size_t a = 0; a < atoms.size(); ++a) {
-      free_atom[a] = !key[a] && std::all_of(atoms[a].begin(), atoms[a].end(),
-                                            [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    }
-    std::vector<bool> gate(atoms.size());
-    auto admits = [&]() {  // whether the rule may match with the gate's atoms absent
-      std::vector<int> present;
-      for (size_t b = 0; b < atoms.size(); ++b) {
-        if (!gate[b]) present.push_back(static_cast<int>(b));
-      }
-      pots.clear();
-      one.AllPotentials(present, &pots);
-      return !pots.empty();
-    };
-    for (int g = 0; g < kMaxGates; ++g) {
-      gate = free_atom;
-      if (admits()) break;  // the atoms left may all be absent from a match
-      for (size_t a : order) {
-        if (!gate[a]) continue;
-        gate[a] = false;
-        if (admits()) gate[a] = true;
-      }
-      cr.gate_atoms.emplace_back();
-      for (size_t a = 0; a < atoms.size(); ++a) {
-        if (gate[a]) {
-          cr.gate_atoms.back().push_back(atoms[a]);
-          free_atom[a] = false;
-        }
-      }
-    }
+    // The build's analysis of a built-in pattern, else RE2's now.
+    auto known = im.known_atoms.find(cr.spec.pattern.value);
+    PatternAtoms atoms = known != im.known_atoms.end() ? known->second : AnalyzePattern(cr.spec.pattern.value);
+    // A catch-all need not have a literal: it is tried only when no other
+    // rule speaks for a line, and then on every line its level admits.
+    if (atoms.no_literal && !cr.spec.fallback) no_literal[i] = 1;
+    cr.key_atoms = std::move(atoms.key_atoms);
+    cr.gate_atoms = std::move(atoms.gate_atoms);
   });
   for (size_t i = 0; i < rs->rules_.size(); ++i) {
     const CompiledRule& cr = rs->rules_[i];

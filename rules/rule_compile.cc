@@ -3,6 +3,7 @@
 // levels; the facts each correlation kind reads.
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"

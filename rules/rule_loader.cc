@@ -29,71 +29,27 @@ namespace ncclscan {
 RuleLoader::RuleLoader() : impl_(new Impl) {}
 RuleLoader::~RuleLoader() = default;
 
-namespace {
-
-// The indent of a line that opens a block scalar ("explanation: >-", "- |"), or -1.
-int BlockScalarIndent(std::string_view line, size_t indent) {
-  size_t end = line.find(" #");
-  std::string_view s = line.substr(0, end);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  while (!s.empty() && (s.back() == '-' || s.back() == '+' || IsDigit(s.back()))) s.remove_suffix(1);
-  if (s.empty() || (s.back() != '>' && s.back() != '|')) return -1;
-  s.remove_suffix(1);
-  if (s.size() <= indent) return -1;
-  return s.back() == ' ' && (s[s.size() - 2] == ':' || s[s.size() - 2] == '-') ? static_cast<int>(indent) : -1;
-}
-
-}  // namespace
-
-std::string LeanRuleText(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  int examples = -1;  // inside an examples: block: lines indented deeper are dropped
-  int block = -1;     // inside a block scalar: lines indented deeper are its text
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    const size_t ind = line.find_first_not_of(' ');
-    bool drop = false;
-    if (ind == std::string_view::npos) {
-      drop = examples >= 0;
-    } else if (examples >= 0 && static_cast<int>(ind) > examples) {
-      drop = true;
-    } else if (block >= 0 && static_cast<int>(ind) > block) {
-      examples = -1;  // the block's text: kept as it is
-    } else {
-      examples = block = -1;
-      const std::string_view body = line.substr(ind);
-      if (body[0] == '#') {
-        drop = true;
-      } else if (StartsWith(body, "examples:")) {
-        drop = true;
-        examples = static_cast<int>(ind);
-      } else {
-        block = BlockScalarIndent(line, ind);
-      }
-    }
-    if (!drop) out.append(line);
-    if (end < text.size()) out += '\n';
-    pos = end + 1;
-  }
-  return out;
-}
-
 void RuleLoader::AddEmbedded(bool examples) {
   impl_->embedded = true;
-  // yaml-cpp parses ~1 us per byte, most of the start-up time: the files are
-  // parsed on two threads, then read in order (diagnostics stay in file order).
   std::vector<RuleReader::Parsed> docs(kNumEmbeddedRuleFiles);
-  std::vector<size_t> by_size(docs.size());  // biggest first: the two threads end together
-  for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
-  std::stable_sort(by_size.begin(), by_size.end(), [](size_t a, size_t b) {
+  // A scan reads the trees the build parsed from the files' lean text (rules/rule_node.h).
+  std::vector<size_t> to_parse;
+  for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
+    const EmbeddedRuleTrees& t = kEmbeddedRuleTrees[i];
+    if (examples || !DecodeRuleDocuments(std::string_view(t.bytes, t.size), &docs[i].docs)) {
+      to_parse.push_back(static_cast<size_t>(i));
+    } else {
+      docs[i].ok = true;
+    }
+  }
+  // The whole files (rules --check, the tests) and any the build could not
+  // parse: yaml-cpp, ~1 us per byte, on two threads, biggest first (the two
+  // threads end together); then read in order (diagnostics stay in file order).
+  std::stable_sort(to_parse.begin(), to_parse.end(), [](size_t a, size_t b) {
     return std::strlen(kEmbeddedRuleFiles[a].text) > std::strlen(kEmbeddedRuleFiles[b].text);
   });
-  OnTwoThreads(docs.size(), [&](size_t k) {
-    const size_t i = by_size[k];
+  OnTwoThreads(to_parse.size(), [&](size_t k) {
+    const size_t i = to_parse[k];
     try {
       const char* text = kEmbeddedRuleFiles[i].text;
       docs[i] = examples ? RuleReader::Parse(kEmbeddedRuleFiles[i].name, text, nullptr)
@@ -104,6 +60,12 @@ void RuleLoader::AddEmbedded(bool examples) {
       docs[i].error = std::string("cannot parse: ") + e.what();
     }
   });
+  // A table that does not decode is only slower: every pattern is analysed here.
+  impl_->known_atoms.clear();
+  if (!DecodePatternAtoms(std::string_view(kEmbeddedPatternAtoms.bytes, kEmbeddedPatternAtoms.size),
+                          &impl_->known_atoms)) {
+    impl_->known_atoms.clear();
+  }
   impl_->examples_stripped = !examples;
   for (int i = 0; i < kNumEmbeddedRuleFiles; ++i) {
     sources_[kEmbeddedRuleFiles[i].name] = kEmbeddedRuleFiles[i].text;

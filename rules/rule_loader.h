@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "rules/rule.h"
+#include "rules/rule_node.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
@@ -124,16 +125,22 @@ std::unique_ptr<RuleSet> LoadRules(const std::vector<std::string>& user_dirs, st
                                    bool examples = true);
 
 // The rule files embedded at build time (generated from rules/*.yaml).
-// `text` with its comment lines and `examples:` blocks blank, line for line
-// (diagnostics keep their positions); block scalars (`>-`, `|`) are kept whole.
-std::string LeanRuleText(std::string_view text);
-
 struct EmbeddedRuleFile {
   const char* name;
   const char* text;
 };
 extern const EmbeddedRuleFile kEmbeddedRuleFiles[];
 extern const int kNumEmbeddedRuleFiles;
+
+// The same files' lean text (LeanRuleText) parsed at build time, in the same
+// order: EncodeRuleDocuments's bytes (rules/rule_trees_main.cc writes them).
+struct EmbeddedRuleTrees {
+  const char* bytes;
+  size_t size;
+};
+extern const EmbeddedRuleTrees kEmbeddedRuleTrees[];
+// Their patterns' prefilter atoms (rules/pattern_atoms.h), EncodePatternAtoms's bytes.
+extern const EmbeddedRuleTrees kEmbeddedPatternAtoms;
 
 }  // namespace ncclscan
 

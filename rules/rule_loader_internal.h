@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "rules/pattern_atoms.h"
 #include "rules/rule_loader.h"
 #include "rules/rule_reader.h"
 
@@ -66,21 +67,10 @@ void OnTwoThreads(size_t n, F&& fn) {
   if (helper_error) std::rethrow_exception(helper_error);
 }
 
-// The RE2 options of every rule pattern.
-inline RE2::Options RegexOptions() {
-  RE2::Options opts;
-  opts.set_log_errors(false);
-  // Logs are bytes, not UTF-8: in Latin-1 mode '.' and negated classes match any
-  // byte, so one invalid UTF-8 sequence cannot hide an error line. UTF-8
-  // literals in patterns still match themselves byte for byte.
-  opts.set_encoding(RE2::Options::EncodingLatin1);
-  // Bounds each compiled program (~40k instructions); real rules use a few hundred.
-  opts.set_max_mem(2 << 20);
-  return opts;
-}
-
 struct RuleLoader::Impl : RuleReader {
   bool embedded = false;  // the built-in rules are loaded: the engine's facts must all be there
+  // The build's analysis of the built-in patterns (AddEmbedded), by pattern text.
+  std::map<std::string, PatternAtoms, std::less<>> known_atoms;
 };
 
 // Column of `fragment` inside the pattern value, to place the caret.

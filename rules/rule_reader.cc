@@ -1,5 +1,7 @@
 #include "rules/rule_reader.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -22,13 +24,12 @@ bool ValidFactName(const std::string& n) {
 
 }  // namespace
 
-SourcePos RuleReader::Pos(const YAML::Node& n) const {
-  YAML::Mark m = n.Mark();
+SourcePos RuleReader::Pos(const RuleNode& n) const {
   SourcePos p;
   p.file = file;
-  if (m.line >= 0) {
-    p.line = m.line + 1;
-    p.col = m.column + 1;
+  if (n.line() >= 0) {
+    p.line = n.line() + 1;
+    p.col = n.column() + 1;
   }
   return p;
 }
@@ -37,7 +38,7 @@ void RuleReader::Error(const SourcePos& pos, const std::string& code, const std:
   diags.push_back(Diagnostic{pos, code, msg, help});
 }
 
-bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out) {
+bool RuleReader::Scalar(const RuleNode& n, const std::string& what, Located<std::string>* out) {
   if (!n.IsScalar()) {
     Error(Pos(n), "E-BAD-VALUE", what + " must be a string");
     return false;
@@ -47,14 +48,14 @@ bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, Located<st
   return true;
 }
 
-bool RuleReader::Scalar(const YAML::Node& n, const std::string& what, std::string* out) {
+bool RuleReader::Scalar(const RuleNode& n, const std::string& what, std::string* out) {
   Located<std::string> l;
   if (!Scalar(n, what, &l)) return false;
   *out = l.value;
   return true;
 }
 
-bool RuleReader::Bool(const YAML::Node& n, const std::string& what, bool* out) {
+bool RuleReader::Bool(const RuleNode& n, const std::string& what, bool* out) {
   std::string s;
   if (!Scalar(n, what, &s)) return false;
   if (s != "true" && s != "false") {
@@ -65,7 +66,7 @@ bool RuleReader::Bool(const YAML::Node& n, const std::string& what, bool* out) {
   return true;
 }
 
-bool RuleReader::Int(const YAML::Node& n, const std::string& what, int min, int* out) {
+bool RuleReader::Int(const RuleNode& n, const std::string& what, int min, int* out) {
   std::string s;
   if (!Scalar(n, what, &s)) return false;
   errno = 0;
@@ -81,7 +82,7 @@ bool RuleReader::Int(const YAML::Node& n, const std::string& what, int min, int*
   return true;
 }
 
-void RuleReader::OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
+void RuleReader::OneOf(const RuleNode& n, const std::string& what, const std::string& a, const std::string& b,
                        std::string* out) {
   std::string s;
   if (!Scalar(n, what, &s)) return;
@@ -89,7 +90,7 @@ void RuleReader::OneOf(const YAML::Node& n, const std::string& what, const std::
   *out = s;  // kept even when wrong, so later checks do not pile up
 }
 
-bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out) {
+bool RuleReader::StringList(const RuleNode& n, const std::string& what, std::vector<Located<std::string>>* out) {
   if (n.IsScalar()) {
     Located<std::string> l;
     Scalar(n, what, &l);
@@ -107,12 +108,12 @@ bool RuleReader::StringList(const YAML::Node& n, const std::string& what, std::v
   return true;
 }
 
-void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
+void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
   ForEachKey(n, "finding",
              {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope"},
-             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+             [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                std::string s;
                if (key == "severity") {
                  if (Scalar(v, "severity", &s) && !ParseSeverity(s, &f->severity)) {
@@ -157,13 +158,13 @@ void RuleReader::ReadFinding(const YAML::Node& n, FindingSpec* f) {
 
 // Where byte `offset` of scalar `n`'s value is in the file: a quoted scalar's
 // mark is its opening quote (yaml-cpp tags quoted scalars "!", plain ones "?").
-SourcePos RuleReader::PosInScalar(const YAML::Node& n, size_t offset) const {
+SourcePos RuleReader::PosInScalar(const RuleNode& n, size_t offset) const {
   SourcePos p = Pos(n);
-  if (p.line > 0) p.col += static_cast<int>(offset) + (n.Tag() == "!" ? 1 : 0);
+  if (p.line > 0) p.col += static_cast<int>(offset) + (n.Quoted() ? 1 : 0);
   return p;
 }
 
-void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues) {
+void RuleReader::ReadReferences(const RuleNode& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues) {
   if (!n.IsSequence() && !n.IsScalar()) {
     Error(Pos(n), "E-BAD-VALUE",
           "references must be a list of URLs or known issues ({url, title, affected, fixed_in})");
@@ -176,7 +177,7 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
     }
     return true;
   };
-  std::vector<YAML::Node> entries;
+  std::vector<RuleNode> entries;
   if (n.IsScalar())
     entries.push_back(n);
   else
@@ -186,7 +187,7 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
   auto add_url = [urls](const std::string& u) {
     if (std::find(urls->begin(), urls->end(), u) == urls->end()) urls->push_back(u);
   };
-  for (const YAML::Node& e : entries) {
+  for (const RuleNode& e : entries) {
     if (e.IsScalar()) {
       Located<std::string> u;
       // A plain reference stays free text as it always was (reports escape it).
@@ -201,7 +202,7 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
     k.url.pos = Pos(e);
     bool have_url = false;
     ForEachKey(e, "known issue", {"url", "title", "component", "affected", "fixed_in", "affected_only"},
-               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+               [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                  if (key == "url") {
                    have_url = Scalar(v, "url", &k.url) && url_ok(k.url);
                  } else if (key == "title") {
@@ -252,12 +253,12 @@ void RuleReader::ReadReferences(const YAML::Node& n, std::vector<std::string>* u
   }
 }
 
-void RuleReader::ReadCondition(const YAML::Node& w, Condition* cond) {
+void RuleReader::ReadCondition(const RuleNode& w, Condition* cond) {
   cond->fact.pos = Pos(w);
   std::vector<std::string> keys = {"fact"};
   for (int i = 0; i < static_cast<int>(ConditionOp::kCount); ++i) keys.push_back(OpName(static_cast<ConditionOp>(i)));
   ForEachKey(w, "condition", std::set<std::string>(keys.begin(), keys.end()),
-             [&](const std::string& k, const YAML::Node& kn, const YAML::Node& x) {
+             [&](const std::string& k, const RuleNode& kn, const RuleNode& x) {
                if (k == "fact") {
                  // env[NCCL_IB_TIMEOUT]: one key of a keyed fact.
                  if (!Scalar(x, "fact", &cond->fact)) return;
@@ -290,7 +291,7 @@ void RuleReader::ReadCondition(const YAML::Node& w, Condition* cond) {
     Error(Pos(w), "E-MISSING-KEY", "condition needs an operator (equals, exists, …)");
 }
 
-void RuleReader::ReadCorrelation(const YAML::Node& n) {
+void RuleReader::ReadCorrelation(const RuleNode& n) {
   CorrelationRule c;
   c.source_file = file;
   c.id.pos = Pos(n);
@@ -303,7 +304,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   }
   std::vector<std::pair<std::string, SourcePos>> given;  // kind-specific keys, where written
   bool kind_given = false;
-  ForEachKey(n, "correlation", allowed, [&](const std::string& key, const YAML::Node& kn, const YAML::Node& v) {
+  ForEachKey(n, "correlation", allowed, [&](const std::string& key, const RuleNode& kn, const RuleNode& v) {
     const bool common =
         std::find(CommonCorrelationKeys().begin(), CommonCorrelationKeys().end(), key) != CommonCorrelationKeys().end();
     if (!common) given.push_back({key, Pos(kn)});
@@ -338,7 +339,7 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
         c.where.push_back(cond);
       }
     } else if (key == "job") {
-      ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const YAML::Node&, const YAML::Node& x) {
+      ForEachKey(v, "job", {"hosts_gt"}, [&](const std::string&, const RuleNode&, const RuleNode& x) {
         Int(x, "hosts_gt", 0, &c.job_hosts_gt);
       });
     } else if (key == "silent_is_behind" || key == "ignore_unset") {
@@ -406,11 +407,11 @@ void RuleReader::ReadCorrelation(const YAML::Node& n) {
   correlations.push_back(CorrEntry{std::move(c), layer});
 }
 
-void RuleReader::ReadFact(const YAML::Node& n) {
+void RuleReader::ReadFact(const RuleNode& n) {
   FactSpec f;
   f.name.pos = Pos(n);
   ForEachKey(n, "fact", {"name", "merge", "keyed", "hex", "key", "window", "fields", "placeholder", "description"},
-             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+             [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                std::string s;
                if (key == "name")
                  Scalar(v, "name", &f.name);
@@ -468,7 +469,7 @@ RuleReader::Parsed RuleReader::Parse(const std::string& name, const std::string&
     }
   }
   try {
-    doc.docs = YAML::LoadAll(text);
+    for (const YAML::Node& d : YAML::LoadAll(text)) doc.docs.push_back(RuleNode::FromYaml(d));
     doc.ok = true;
   } catch (const YAML::Exception& e) {
     doc.error_pos = SourcePos{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
@@ -492,40 +493,34 @@ void RuleReader::Read(const std::string& name, const Parsed& doc) {
   }
   // Every document is read: a file that a tool or a person split with "---"
   // must not lose its later rules silently.
-  for (const YAML::Node& root : doc.docs) ReadDocument(root);
+  for (const RuleNode& root : doc.docs) ReadDocument(root);
 }
 
-void RuleReader::ReadDocument(const YAML::Node& root) {
-  const std::string& name = file;
+void RuleReader::ReadDocument(const RuleNode& root) {
   if (root.IsNull()) return;  // empty file or document
   if (!root.IsMap()) {
     Error(Pos(root), "E-BAD-VALUE", "a rule file must be a mapping with keys facts, rules, correlations, disable");
     return;
   }
-  try {
-    ForEachKey(root, "rule file", {"facts", "rules", "correlations", "disable"},
-               [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
-                 if (key == "disable") {  // ids of rules defined elsewhere (built in, another file)
-                   StringList(v, "disable", &disabled);
-                   return;
-                 }
-                 if (!v.IsSequence()) {
-                   Error(Pos(v), "E-BAD-VALUE", key + " must be a list");
-                   return;
-                 }
-                 for (const auto& item : v) {
-                   if (key == "facts")
-                     ReadFact(item);
-                   else if (key == "rules")
-                     ReadRule(item);
-                   else
-                     ReadCorrelation(item);
-                 }
-               });
-  } catch (const YAML::Exception& e) {
-    SourcePos p{name, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
-    Error(p, "E-YAML", e.msg);
-  }
+  ForEachKey(root, "rule file", {"facts", "rules", "correlations", "disable"},
+             [&](const std::string& key, const RuleNode&, const RuleNode& v) {
+               if (key == "disable") {  // ids of rules defined elsewhere (built in, another file)
+                 StringList(v, "disable", &disabled);
+                 return;
+               }
+               if (!v.IsSequence()) {
+                 Error(Pos(v), "E-BAD-VALUE", key + " must be a list");
+                 return;
+               }
+               for (const auto& item : v) {
+                 if (key == "facts")
+                   ReadFact(item);
+                 else if (key == "rules")
+                   ReadRule(item);
+                 else
+                   ReadCorrelation(item);
+               }
+             });
 }
 
 }  // namespace ncclscan

@@ -1,11 +1,9 @@
-// RuleReader: pass 1 of the rule loader — YAML documents into typed structs
+// RuleReader: pass 1 of the rule loader — YAML documents (RuleNode trees) into typed structs
 // that keep file:line:col, collecting every problem as a Diagnostic.
 //
 // Thread-safety: single-threaded; used only by RuleLoader.
 #ifndef NCCLSCAN_RULES_RULE_READER_H_
 #define NCCLSCAN_RULES_RULE_READER_H_
-
-#include <yaml-cpp/yaml.h>
 
 #include <set>
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "rules/rule.h"
 #include "rules/rule_loader.h"
+#include "rules/rule_node.h"
 #include "rules/yaml_limits.h"
 
 namespace ncclscan {
@@ -53,7 +52,7 @@ class RuleReader {
   // ReadFile in two steps, so that the slow part (YAML parsing) of several
   // files can run on several threads: Parse is thread-safe, Read is not.
   struct Parsed {
-    std::vector<YAML::Node> docs;  // every document ("---" starts the next)
+    std::vector<RuleNode> docs;  // every document ("---" starts the next)
     bool ok = false;
     SourcePos error_pos;
     std::string error_code = "E-YAML";
@@ -66,19 +65,18 @@ class RuleReader {
   void Error(const SourcePos& pos, const std::string& code, const std::string& msg, const std::string& help = "");
 
  private:
-  SourcePos Pos(const YAML::Node& n) const;
-  bool Scalar(const YAML::Node& n, const std::string& what, Located<std::string>* out);
-  bool Scalar(const YAML::Node& n, const std::string& what, std::string* out);
-  bool Bool(const YAML::Node& n, const std::string& what, bool* out);
+  SourcePos Pos(const RuleNode& n) const;
+  bool Scalar(const RuleNode& n, const std::string& what, Located<std::string>* out);
+  bool Scalar(const RuleNode& n, const std::string& what, std::string* out);
+  bool Bool(const RuleNode& n, const std::string& what, bool* out);
   // A whole decimal integer >= min (atoi would read "many" as 0 and "3x" as 3).
-  bool Int(const YAML::Node& n, const std::string& what, int min, int* out);
+  bool Int(const RuleNode& n, const std::string& what, int min, int* out);
   // A scalar that must be `a` or `b` (an error otherwise; the value is kept).
-  void OneOf(const YAML::Node& n, const std::string& what, const std::string& a, const std::string& b,
-             std::string* out);
+  void OneOf(const RuleNode& n, const std::string& what, const std::string& a, const std::string& b, std::string* out);
   // A scalar naming a word of a vocabulary table (rules/vocabulary.h); an
   // unknown one is an error whose help lists the table's words.
   template <typename E>
-  bool Word(const YAML::Node& n, const std::string& what, bool (*parse)(std::string_view, E*), const std::string& names,
+  bool Word(const RuleNode& n, const std::string& what, bool (*parse)(std::string_view, E*), const std::string& names,
             E* out) {
     std::string s;
     if (!Scalar(n, what, &s)) return false;
@@ -86,27 +84,27 @@ class RuleReader {
     Error(Pos(n), "E-BAD-VALUE", "unknown " + what + " '" + s + "'", "use one of: " + names);
     return false;
   }
-  bool StringList(const YAML::Node& n, const std::string& what, std::vector<Located<std::string>>* out);
+  bool StringList(const RuleNode& n, const std::string& what, std::vector<Located<std::string>>* out);
   // Iterates a mapping, reporting keys not in `allowed` (empty = any key).
   template <typename F>
-  bool ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed, F&& fn);
-  SourcePos PosInScalar(const YAML::Node& n, size_t offset) const;
-  void ReadFinding(const YAML::Node& n, FindingSpec* f);
+  bool ForEachKey(const RuleNode& n, const std::string& what, const std::set<std::string>& allowed, F&& fn);
+  SourcePos PosInScalar(const RuleNode& n, size_t offset) const;
+  void ReadFinding(const RuleNode& n, FindingSpec* f);
   // `references:` a URL, or a list of URLs and known issues (KnownIssue).
-  void ReadReferences(const YAML::Node& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues);
-  void ReadExamples(const YAML::Node& n, LineRule* r);
-  void ReadRule(const YAML::Node& n);
+  void ReadReferences(const RuleNode& n, std::vector<std::string>* urls, std::vector<KnownIssue>* issues);
+  void ReadExamples(const RuleNode& n, LineRule* r);
+  void ReadRule(const RuleNode& n);
   // ReadRule's keys that hold more than a scalar (rule_reader_rule.cc).
-  void ReadFields(const YAML::Node& v, LineRule* r);
-  void ReadFactAssigns(const YAML::Node& v, LineRule* r);
-  void ReadIdentity(const YAML::Node& v, LineRule* r);
-  void ReadLookups(const YAML::Node& v, LineRule* r);
-  void ReadSubject(const YAML::Node& v, LineRule* r);
-  void ReadFallback(const YAML::Node& v, LineRule* r);
-  void ReadDocument(const YAML::Node& root);
-  void ReadCorrelation(const YAML::Node& n);
-  void ReadCondition(const YAML::Node& w, Condition* cond);
-  void ReadFact(const YAML::Node& n);
+  void ReadFields(const RuleNode& v, LineRule* r);
+  void ReadFactAssigns(const RuleNode& v, LineRule* r);
+  void ReadIdentity(const RuleNode& v, LineRule* r);
+  void ReadLookups(const RuleNode& v, LineRule* r);
+  void ReadSubject(const RuleNode& v, LineRule* r);
+  void ReadFallback(const RuleNode& v, LineRule* r);
+  void ReadDocument(const RuleNode& root);
+  void ReadCorrelation(const RuleNode& n);
+  void ReadCondition(const RuleNode& w, Condition* cond);
+  void ReadFact(const RuleNode& n);
 };
 
 }  // namespace ncclscan

@@ -14,13 +14,12 @@
 namespace ncclscan {
 
 template <typename F>
-bool RuleReader::ForEachKey(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed,
-                            F&& fn) {
+bool RuleReader::ForEachKey(const RuleNode& n, const std::string& what, const std::set<std::string>& allowed, F&& fn) {
   if (!n.IsMap()) {
     Error(Pos(n), "E-BAD-VALUE", what + " must be a mapping");
     return false;
   }
-  for (auto it = n.begin(); it != n.end(); ++it) {
+  for (auto it = n.entries().begin(); it != n.entries().end(); ++it) {
     if (!it->first.IsScalar()) {
       Error(Pos(it->first), "E-BAD-VALUE", "keys must be strings");
       continue;

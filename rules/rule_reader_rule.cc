@@ -12,8 +12,8 @@
 
 namespace ncclscan {
 
-void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
-  ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+void RuleReader::ReadExamples(const RuleNode& n, LineRule* r) {
+  ForEachKey(n, "examples", {"match", "no_match"}, [&](const std::string& key, const RuleNode&, const RuleNode& v) {
     std::vector<Example>* out = key == "match" ? &r->match : &r->no_match;
     if (!v.IsSequence()) {
       Error(Pos(v), "E-BAD-VALUE", "examples." + key + " must be a list");
@@ -22,17 +22,16 @@ void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
     for (const auto& e : v) {
       Example ex;
       if (e.IsMap()) {
-        ForEachKey(
-            e, "example", {"line", "captures"}, [&](const std::string& k, const YAML::Node&, const YAML::Node& ev) {
-              if (k == "line") {
-                Scalar(ev, "line", &ex.line);
-              } else {
-                ForEachKey(ev, "captures", {}, [&](const std::string& ck, const YAML::Node&, const YAML::Node& cv) {
-                  std::string s;
-                  if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
-                });
-              }
+        ForEachKey(e, "example", {"line", "captures"}, [&](const std::string& k, const RuleNode&, const RuleNode& ev) {
+          if (k == "line") {
+            Scalar(ev, "line", &ex.line);
+          } else {
+            ForEachKey(ev, "captures", {}, [&](const std::string& ck, const RuleNode&, const RuleNode& cv) {
+              std::string s;
+              if (Scalar(cv, "capture value", &s)) ex.captures[ck] = s;
             });
+          }
+        });
         if (ex.line.pos.line == 0) {
           ex.line.pos = Pos(e);
           Error(Pos(e), "E-MISSING-KEY", "example needs a 'line'");
@@ -46,7 +45,7 @@ void RuleReader::ReadExamples(const YAML::Node& n, LineRule* r) {
   });
 }
 
-void RuleReader::ReadRule(const YAML::Node& n) {
+void RuleReader::ReadRule(const RuleNode& n) {
   LineRule r;
   r.source_file = file;
   r.id.pos = Pos(n);
@@ -54,7 +53,7 @@ void RuleReader::ReadRule(const YAML::Node& n) {
   ForEachKey(n, "rule",
              {"id", "title", "category", "family", "pattern", "fields", "facts", "identity", "lookup", "remember",
               "subject", "level", "fallback", "finding", "references", "examples", "enabled"},
-             [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
+             [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                if (key == "id")
                  Scalar(v, "id", &r.id);
                else if (key == "title")
@@ -75,11 +74,10 @@ void RuleReader::ReadRule(const YAML::Node& n) {
                } else if (key == "lookup") {
                  ReadLookups(v, &r);
                } else if (key == "remember") {
-                 ForEachKey(v, "remember", {},
-                            [&](const std::string& name, const YAML::Node& kn, const YAML::Node& tv) {
-                              Located<std::string> k{name, Pos(kn)}, t;
-                              if (Scalar(tv, "remember", &t)) r.remember.emplace_back(k, t);
-                            });
+                 ForEachKey(v, "remember", {}, [&](const std::string& name, const RuleNode& kn, const RuleNode& tv) {
+                   Located<std::string> k{name, Pos(kn)}, t;
+                   if (Scalar(tv, "remember", &t)) r.remember.emplace_back(k, t);
+                 });
                } else if (key == "subject") {
                  ReadSubject(v, &r);
                } else if (key == "level") {
@@ -121,12 +119,12 @@ void RuleReader::ReadRule(const YAML::Node& n) {
 }
 
 // `fields:` name -> {after|before: anchor}, the literal-anchored captures.
-void RuleReader::ReadFields(const YAML::Node& v, LineRule* r) {
+void RuleReader::ReadFields(const RuleNode& v, LineRule* r) {
   r->pattern.pos = Pos(v);
-  ForEachKey(v, "fields", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& fv) {
+  ForEachKey(v, "fields", {}, [&](const std::string& name, const RuleNode&, const RuleNode& fv) {
     LineRule::Field f;
     f.name = name;
-    ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
+    ForEachKey(fv, "field", {"after", "before"}, [&](const std::string& k, const RuleNode&, const RuleNode& x) {
       Scalar(x, k, &f.anchor);
       f.before = k == "before";
     });
@@ -138,8 +136,8 @@ void RuleReader::ReadFields(const YAML::Node& v, LineRule* r) {
 }
 
 // `facts:` fact or fact[key] -> value template.
-void RuleReader::ReadFactAssigns(const YAML::Node& v, LineRule* r) {
-  ForEachKey(v, "facts", {}, [&](const std::string& fk, const YAML::Node& kn, const YAML::Node& fv) {
+void RuleReader::ReadFactAssigns(const RuleNode& v, LineRule* r) {
+  ForEachKey(v, "facts", {}, [&](const std::string& fk, const RuleNode& kn, const RuleNode& fv) {
     FactAssign a;
     a.fact.pos = Pos(kn);
     size_t br = fk.find('[');
@@ -155,39 +153,38 @@ void RuleReader::ReadFactAssigns(const YAML::Node& v, LineRule* r) {
   });
 }
 
-void RuleReader::ReadIdentity(const YAML::Node& v, LineRule* r) {
+void RuleReader::ReadIdentity(const RuleNode& v, LineRule* r) {
   ForEachKey(
       v, "identity",
       {"comm", "comm_id", "rank", "nranks", "event", "address", "global_rank", "host", "pid", "result", "rank_hint"},
-      [&](const std::string& ik, const YAML::Node&, const YAML::Node& iv) {
+      [&](const std::string& ik, const RuleNode&, const RuleNode& iv) {
         Located<std::string> l;
         if (Scalar(iv, "identity value", &l)) r->identity[ik] = l;
       });
 }
 
 // `lookup:` name -> {from: capture, map: {value: text}, default: template}.
-void RuleReader::ReadLookups(const YAML::Node& v, LineRule* r) {
-  ForEachKey(v, "lookup", {}, [&](const std::string& name, const YAML::Node&, const YAML::Node& lv) {
+void RuleReader::ReadLookups(const RuleNode& v, LineRule* r) {
+  ForEachKey(v, "lookup", {}, [&](const std::string& name, const RuleNode&, const RuleNode& lv) {
     Lookup lk;
     lk.name = name;
     lk.from.pos = Pos(lv);
-    ForEachKey(lv, "lookup", {"from", "map", "default"},
-               [&](const std::string& k, const YAML::Node&, const YAML::Node& x) {
-                 if (k == "from")
-                   Scalar(x, "from", &lk.from);
-                 else if (k == "default")
-                   Scalar(x, "default", &lk.default_value);
-                 else
-                   ForEachKey(x, "map", {}, [&](const std::string& mk, const YAML::Node&, const YAML::Node& mv) {
-                     std::string s;
-                     if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
-                   });
-               });
+    ForEachKey(lv, "lookup", {"from", "map", "default"}, [&](const std::string& k, const RuleNode&, const RuleNode& x) {
+      if (k == "from")
+        Scalar(x, "from", &lk.from);
+      else if (k == "default")
+        Scalar(x, "default", &lk.default_value);
+      else
+        ForEachKey(x, "map", {}, [&](const std::string& mk, const RuleNode&, const RuleNode& mv) {
+          std::string s;
+          if (Scalar(mv, "map value", &s)) lk.map[mk] = s;
+        });
+    });
     r->lookups.push_back(lk);
   });
 }
 
-void RuleReader::ReadSubject(const YAML::Node& v, LineRule* r) {
+void RuleReader::ReadSubject(const RuleNode& v, LineRule* r) {
   Located<std::string> s;
   if (!Scalar(v, "subject", &s)) return;
   if (s.value == "line")
@@ -204,7 +201,7 @@ void RuleReader::ReadSubject(const YAML::Node& v, LineRule* r) {
     Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture, previous, process or device");
 }
 
-void RuleReader::ReadFallback(const YAML::Node& v, LineRule* r) {
+void RuleReader::ReadFallback(const RuleNode& v, LineRule* r) {
   Located<std::string> b;
   r->fallback_pos = Pos(v);
   if (!Scalar(v, "fallback", &b)) return;

@@ -1,0 +1,166 @@
+#include "rules/pattern_atoms.h"
+
+#include <re2/filtered_re2.h>
+
+#include <algorithm>
+
+namespace ncclscan {
+
+namespace {
+
+void PutCount(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(0x80 | (v & 0x7f)));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+bool GetCount(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return *v <= in->size() + 1;  // no count exceeds the bytes left
+  }
+  return false;
+}
+
+void PutString(const std::string& s, std::string* out) {
+  PutCount(s.size(), out);
+  out->append(s);
+}
+
+bool GetString(std::string_view* in, std::string* s) {
+  uint64_t n;
+  if (!GetCount(in, &n) || n > in->size()) return false;
+  s->assign(in->data(), n);
+  in->remove_prefix(n);
+  return true;
+}
+
+void PutStrings(const std::vector<std::string>& v, std::string* out) {
+  PutCount(v.size(), out);
+  for (const auto& s : v) PutString(s, out);
+}
+
+bool GetStrings(std::string_view* in, std::vector<std::string>* v) {
+  uint64_t n;
+  if (!GetCount(in, &n)) return false;
+  v->resize(n);
+  for (auto& s : *v) {
+    if (!GetString(in, &s)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+PatternAtoms AnalyzePattern(const std::string& pattern) {
+  PatternAtoms r;
+  // FilteredRE2 on this rule alone: its atoms, and which ones are required.
+  re2::FilteredRE2 one(3);
+  int id;
+  one.Add(pattern, RegexOptions(), &id);
+  std::vector<std::string> atoms;
+  one.Compile(&atoms);
+  std::vector<int> none, pots;
+  one.AllPotentials(none, &pots);
+  if (atoms.empty() || !pots.empty()) {
+    r.no_literal = true;
+    return r;
+  }
+  // Key atoms: a smallest-effort hitting set — every match contains at least one
+  // of them. Greedily drop atoms, shortest (least selective) first, while the
+  // rule still cannot pass the prefilter without one of the remaining ones.
+  std::vector<size_t> order(atoms.size());
+  for (size_t a = 0; a < atoms.size(); ++a) order[a] = a;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return atoms[x].size() != atoms[y].size() ? atoms[x].size() < atoms[y].size() : atoms[x] < atoms[y];
+  });
+  std::vector<bool> key(atoms.size(), true);
+  for (size_t a : order) {
+    key[a] = false;
+    std::vector<int> outside;
+    for (size_t b = 0; b < atoms.size(); ++b) {
+      if (!key[b]) outside.push_back(static_cast<int>(b));
+    }
+    pots.clear();
+    one.AllPotentials(outside, &pots);
+    if (!pots.empty()) key[a] = true;  // without it the rule could match unseen
+  }
+  for (size_t a = 0; a < atoms.size(); ++a) {
+    if (key[a]) r.key_atoms.push_back(atoms[a]);
+  }
+  // Gates: with every key atom present, hitting sets of the other atoms
+  // (ASCII ones only: a gate compares bytes), each chosen the way the key
+  // atoms are and each over the atoms no earlier one took; every gate must
+  // pass. "virbr" after "bootstrap" and ": using ", an exception's name
+  // after "rank ".
+  std::vector<bool> free_atom(atoms.size());
+  for (size_t a = 0; a < atoms.size(); ++a) {
+    free_atom[a] = !key[a] && std::all_of(atoms[a].begin(), atoms[a].end(),
+                                          [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  }
+  std::vector<bool> gate(atoms.size());
+  auto admits = [&]() {  // whether the rule may match with the gate's atoms absent
+    std::vector<int> present;
+    for (size_t b = 0; b < atoms.size(); ++b) {
+      if (!gate[b]) present.push_back(static_cast<int>(b));
+    }
+    pots.clear();
+    one.AllPotentials(present, &pots);
+    return !pots.empty();
+  };
+  for (int g = 0; g < kMaxGates; ++g) {
+    gate = free_atom;
+    if (admits()) break;  // the atoms left may all be absent from a match
+    for (size_t a : order) {
+      if (!gate[a]) continue;
+      gate[a] = false;
+      if (admits()) gate[a] = true;
+    }
+    r.gate_atoms.emplace_back();
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      if (gate[a]) {
+        r.gate_atoms.back().push_back(atoms[a]);
+        free_atom[a] = false;
+      }
+    }
+  }
+  return r;
+}
+
+void EncodePatternAtoms(const std::map<std::string, PatternAtoms>& table, std::string* out) {
+  PutCount(table.size(), out);
+  for (const auto& [pattern, a] : table) {
+    PutString(pattern, out);
+    out->push_back(a.no_literal ? 1 : 0);
+    PutStrings(a.key_atoms, out);
+    PutCount(a.gate_atoms.size(), out);
+    for (const auto& g : a.gate_atoms) PutStrings(g, out);
+  }
+}
+
+bool DecodePatternAtoms(std::string_view bytes, std::map<std::string, PatternAtoms, std::less<>>* table) {
+  uint64_t n;
+  if (!GetCount(&bytes, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string pattern;
+    PatternAtoms a;
+    uint64_t gates;
+    if (!GetString(&bytes, &pattern) || bytes.empty()) return false;
+    a.no_literal = bytes.front() != 0;
+    bytes.remove_prefix(1);
+    if (!GetStrings(&bytes, &a.key_atoms) || !GetCount(&bytes, &gates)) return false;
+    a.gate_atoms.resize(gates);
+    for (auto& g : a.gate_atoms) {
+      if (!GetStrings(&bytes, &g)) return false;
+    }
+    (*table)[std::move(pattern)] = std::move(a);
+  }
+  return bytes.empty();
+}
+
+}  // namespace ncclscan
