@@ -782,6 +782,50 @@ TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
   EXPECT_EQ(b.state->counters().wrapped_joined, 0u);
 }
 
+// Rows of a terminal-wrapped paste that the first joins missed: a row that
+// starts with what a cut leaves mid-value ("with status" / "=12 opcode=129"),
+// a row of a line that does not name NCCL but holds a rule's key atom (the
+// c10d store's barrier), and a line whose rule only sets facts (a teardown).
+// A long line followed by a line of its own is still left alone, even where
+// the next line's first word would lengthen a capture that ends the first.
+TEST(Scanner, HardWrappedRowsOfEveryKindOfLineAreJoined) {
+  TempDir dir;
+  auto scan = [&](const std::string& name, const std::string& text) {
+    return Analyze(Rules(), {dir.Write(name, text)}, ScanOptions());
+  };
+  auto has = [](const Analysis& a, const char* rule) {
+    for (const Finding& f : a.diagnosis.findings) {
+      if (f.rule_id == rule) return true;
+    }
+    return false;
+  };
+  Analysis ib = scan("ib.log",
+                     "node1:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+                     "172.36.143.59<44206> with status\n"
+                     "=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182\n");
+  EXPECT_EQ(ib.state->counters().wrapped_joined, 1u);
+  EXPECT_TRUE(has(ib, "NCCL-IB-COMPLETION-ERROR"));
+
+  Analysis store = scan("store.log",
+                        "INFO:root:Waiting in store based barrier to initialize process group for rank: 3, key: "
+                        "store_based_barrier_key:1 (world_\n"
+                        "size=8, worker_count=7, timeout=0:30:00)\n");
+  EXPECT_EQ(store.state->counters().wrapped_joined, 1u);
+  EXPECT_TRUE(has(store, "TORCH-STORE-BARRIER-WAIT"));
+
+  Analysis end = scan("end.log",
+                      "node1:23:670 [0] NCCL INFO comm 0x55d0c1a0e9f0 rank 6 nranks 32 cudaDev 2 busId 190000 - "
+                      "Abort COMP\n"
+                      "LETE\n");
+  EXPECT_EQ(end.state->counters().wrapped_joined, 1u);
+
+  Analysis apart = scan("apart.log",
+                        "E0806 14:09:41.310000 139876 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+                        "(exitcode: 1) local_rank: 3 (pid: 139945) of binary: /usr/bin/python\n"
+                        "Traceback (most recent call last):\n");
+  EXPECT_EQ(apart.state->counters().wrapped_joined, 0u);
+}
+
 // Scans `path` with chunk sizes 1, 1 + step, … below `limit`: each JSON is `want`.
 void ExpectSameJsonWhateverTheChunkSize(const std::string& path, const std::string& want, size_t limit, size_t step) {
   for (size_t chunk = 1; chunk < limit; chunk += step) {

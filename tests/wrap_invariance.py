@@ -17,9 +17,10 @@ says whose its unprefixed lines are (a bare NCCL <= 2.21 version banner among
 two hosts' lines is nobody's). kubectl-prefix is run only when named too: it
 gives each file a pod of its own, which is false for a file that holds the
 lines of several hosts (it then says they ran in one pod). The hard wraps are
-run only when named too, as a known gap: the scanner joins a line cut once by a
-terminal (two rows), not one cut into three or more (a 300-byte watchdog line
-on a 120-column terminal).
+run only when named too, as a known gap: at 120 columns five study cases still
+lose their judgement (2026-11-28: a row that reads as a line of its own, such as
+"[Rank 2] Watchdog caught …" inside a glued traceback, or Ray's "[repeated 15x
+across cluster]" tails); at 200 columns none.
 
 usage: wrap_invariance.py NCCLSCAN CORPUS_DIR [WRAPPER...]
        (no WRAPPER: every one that loses nothing)

@@ -25,8 +25,13 @@ constexpr uint32_t kMaxWrapRows = 16;
 // A wrap may fall right after a space ("... PG status: " / "last enqueued work: ..."):
 // the strength test decides; a line that ends a sentence is not cut.
 inline bool WrapTail(char ch) { return ch != '.' && ch != ';'; }
+// A row may start with what a cut leaves in the middle of a word or a value
+// ("status" / "=12 opcode=129", "peer 10.0.0.2" / "<44206>"); not with what
+// starts lines of their own ('[' of a rank prefix, '-' of a result chain or a
+// rule, '#', '*', '.', a blank).
 inline bool WrapHead(char ch) {
-  return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ',';
+  return IsDigit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ')' || ch == ',' || ch == '=' ||
+         ch == ':' || ch == '<' || ch == '>' || ch == '(' || ch == '/' || ch == '_' || ch == '"' || ch == '\'';
 }
 
 // Drops a CRLF line's '\r' and the blanks a tmux or screen paste pads lines
@@ -41,6 +46,12 @@ inline int TrimWrapPadding(std::string_view* s) {
   return blanks;
 }
 
+// Whether a row names NCCL (an NCCL line, ProcessGroupNCCL, WorkNCCL).
+inline bool NamesNccl(std::string_view row) {
+  static const LiteralFinder kNccl("NCCL");
+  return kNccl.Find(row) != std::string_view::npos;
+}
+
 enum class WrapGate {
   kNo,     // the two lines are never joined
   kMaybe,  // only the rules can tell (or, for a partly known next line, its bytes)
@@ -51,16 +62,25 @@ enum class WrapGate {
 // `first` (a line cut after a blank keeps it). `next_complete` is false when
 // only a prefix of the next line is known (the chunk reader at its buffer's
 // end): the answer then holds for every line that starts so.
-// `need_nccl`: only a row that names NCCL (or ProcessGroupNCCL) starts a join;
-// the third and later rows of a joined line, and the chunk reader, which must
-// never end a chunk inside one, do without it.
+// `need_nccl`: only a row that names NCCL (or ProcessGroupNCCL) starts a join.
+// The scanner does without it and asks for a rule's key atom in a row that
+// names no NCCL (JoinsHardWrap); so do the third and later rows of a joined
+// line, and the chunk reader, which must never end a chunk inside one.
 inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::string_view next, bool next_complete,
                              bool need_nccl = true) {
   const size_t width = first.size() + (first_blank ? 1 : 0);
   const char tail = first_blank ? ' ' : (first.empty() ? '\0' : first.back());
   if (width < kMinWrapWidth || !WrapTail(tail)) return WrapGate::kNo;
   if (next.empty()) return next_complete ? WrapGate::kNo : WrapGate::kMaybe;
-  if (!WrapHead(next[0])) return WrapGate::kNo;
+  // A cut right before a blank leaves the blank at the head of the next row
+  // (" - Abort COMPLETE", " 'invalid usage …'"): one blank, then what a line
+  // goes on with; an indented line (a traceback's "  File") has two or more.
+  if (next[0] == ' ' && !first_blank) {
+    if (next.size() == 1) return next_complete ? WrapGate::kNo : WrapGate::kMaybe;
+    if (!WrapHead(next[1]) && next[1] != '-') return WrapGate::kNo;
+  } else if (!WrapHead(next[0])) {
+    return WrapGate::kNo;
+  }
   // Another rank's line glued at the end of this one is the line that wraps.
   if (first[0] == '[') first.remove_prefix(LastGluedRankPrefix(first));
   // A continuation has no header: a next line that starts like this one (the
@@ -75,8 +95,7 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   if (kNcclLevel.Find(next) != std::string_view::npos) return WrapGate::kNo;
   // Only NCCL and PyTorch (ProcessGroupNCCL / WorkNCCL) messages are worth a
   // second look; this keeps long application lines at one parse each.
-  static const LiteralFinder kNccl("NCCL");
-  if (need_nccl && kNccl.Find(first) == std::string_view::npos) return WrapGate::kNo;
+  if (need_nccl && !NamesNccl(first)) return WrapGate::kNo;
   return WrapGate::kMaybe;
 }
 

@@ -33,6 +33,7 @@ using scan_detail::FoldedRun;
 using scan_detail::FoldEntry;
 using scan_detail::Folder;
 using scan_detail::HardWrapGate;
+using scan_detail::NamesNccl;
 using scan_detail::kMinWrapWidth;
 using scan_detail::LineEvent;
 using scan_detail::MatchEvent;
@@ -46,7 +47,9 @@ using scan_detail::WrapGate;
 // hard-wrap decision only (rare lines).
 struct Strength {
   int level = 0;
-  size_t captured = 0;
+  size_t captured = 0;  // bytes the specific rules captured
+  int groups = 0;       // captures they filled (a join that only lengthens one says no more)
+  int rules = 0;        // specific rules that matched
 };
 Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, Family* family) {
   Strength best;
@@ -56,10 +59,14 @@ Strength FindingStrength(const RuleSet& rules, Chunk* c, std::string_view raw, F
     if (piece == 0) *family = pl.family;
     rules.Match(pl, &c->scratch, [&](int ri, const re2::StringPiece* g, int n) {
       const CompiledRule& r = rules.rules()[ri];
-      if (!r.has_finding) return;
+      if (!r.has_finding && (r.facts.empty() || r.spec.fallback)) return;
       best.level = std::max(best.level, r.spec.fallback ? 1 : 2);
       if (r.spec.fallback) return;
-      for (int i = 1; i < n; ++i) best.captured += g[i].size();
+      ++best.rules;
+      for (int i = 1; i < n; ++i) {
+        best.captured += g[i].size();
+        best.groups += !g[i].empty();
+      }
     });
   });
   return best;
@@ -80,7 +87,17 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   // blank; more blanks are padding, of a line that ended there.
   const bool cut_at_blank = TrimWrapPadding(&first) == 1;
   TrimWrapPadding(&next);
-  if (HardWrapGate(first, cut_at_blank, next, true) == WrapGate::kNo) return false;
+  if (HardWrapGate(first, cut_at_blank, next, true, /*need_nccl=*/false) == WrapGate::kNo) return false;
+  // Only a row some rule could read is worth a second look: one that names
+  // NCCL (ProcessGroupNCCL, WorkNCCL), or holds one of the rules' key atoms (a
+  // launcher's, a crash handler's, a store's line); a long line of the
+  // application's own output stays at one parse.
+  const bool names_nccl = NamesNccl(first);
+  if (!names_nccl) {
+    c->scratch.atoms.clear();
+    rules.matcher().FindAll(first, &c->scratch.atoms, &c->scratch.seen);
+    if (c->scratch.atoms.empty()) return false;
+  }
   if (cut_at_blank) {
     // The one blank is kept as a space: the line's own byte when it is one (no copy).
     if (first.data()[first.size()] == ' ') {
@@ -107,12 +124,18 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   if (!mid_sentence && (next_alone.level != 0 || (fam != Family::kOther && !mid_word))) return false;
   Family first_fam;
   const Strength alone = FindingStrength(rules, c, first, &first_fam);
-  if (first_fam == Family::kOther) return false;
   std::string both(first);
   both.append(next.data(), next.size());
   std::string_view j = c->arena.Store(both);
   const Strength with_next = FindingStrength(rules, c, j, &fam);
   if (with_next.level != 2 || (alone.level == 2 && with_next.captured <= alone.captured)) return false;
+  // A row that does not name NCCL (a launcher's, a store's, a crash handler's)
+  // is joined only when the whole fills more captures or matches more rules:
+  // "… of binary: /usr/bin/python" / "Traceback (most recent call last):" only
+  // lengthens a capture that ends the line.
+  if (!names_nccl && alone.level == 2 && with_next.groups <= alone.groups && with_next.rules <= alone.rules) {
+    return false;
+  }
   if (next_alone.level != 0 && with_next.captured <= next_alone.captured) return false;
   if (whole.size() != first.size()) {  // the glued lines before it stay in front
     std::string all(whole);
