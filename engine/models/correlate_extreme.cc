@@ -113,7 +113,7 @@ void EmitExtreme(CorrelationCtx& x, const FactSpec& spec, const std::string& key
   for (const auto& bv : nv.by_value) total += bv.second.size();
   if (total < 2) return;
   std::vector<int> culprits = silent;
-  std::string value = silent.empty() ? "" : "no work (it reported none)";
+  std::string value = silent.empty() ? "" : "none (it reported no completed work)";
   if (nv.by_value.size() > 1) {
     auto& ext = x.c.spec.select == Select::kMax ? nv.by_value.rbegin()->second : nv.by_value.begin()->second;
     const std::string& t = x.c.spec.select == Select::kMax ? nv.text.rbegin()->second : nv.text.begin()->second;
