@@ -162,6 +162,21 @@ INSTANTIATE_TEST_SUITE_P(
         // no world size is printed: rank 0 is inferred (ranks count from 0) and
         // leads, as the culprit, above the victims' timeouts; the run hung.
         Row{"silent_rank0", {Timeout(1, 2) + Timeout(2, 2) + Timeout(3, 2)}, "hung", "CONSENSUS-NEVER-JOINED", "0"},
+        // The same in the process group's first collective (SeqNum 1, where PyTorch
+        // also brings the NCCL communicator up): a silent rank 2 and a
+        // communicator that never came up look alike from the reporters, and no
+        // world size is stated: nobody is named by elimination.
+        Row{"first_collective_inferred",
+            {Timeout(0, 1) + Timeout(1, 1) + Timeout(3, 1) + Timeout(4, 1)},
+            "hung",
+            "TORCH-WATCHDOG-TIMEOUT",
+            ""},
+        // With the world size stated, the rank that never joined it is named.
+        Row{"first_collective_stated",
+            {"WORLD_SIZE=5\n" + Timeout(0, 1) + Timeout(1, 1) + Timeout(3, 1) + Timeout(4, 1)},
+            "hung",
+            "CONSENSUS-NEVER-JOINED",
+            "2"},
         // The world size from an environment dump (WORLD-SIZE-STATED): rank 3,
         // above every reporter, is found by elimination too.
         Row{"world_size_from_env",

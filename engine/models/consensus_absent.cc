@@ -72,6 +72,7 @@ Checks::Waiting Checks::CollectWaiting(StoreWaits which) const {
   const int first_error = state.rules().fact(Fact::kFirstError);
   const int store_wait = state.rules().fact(Fact::kStoreWait);
   Waiting w;
+  bool first_only = true;  // every collective a rank timed out in is SeqNum 1
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     const FactValue* store = which != StoreWaits::kNone && store_wait >= 0 ? sub.Get(store_wait) : nullptr;
@@ -100,11 +101,13 @@ Checks::Waiting Checks::CollectWaiting(StoreWaits which) const {
     if (!sub.Has(timeout_seq)) continue;
     w.ranks.push_back(sub.rank);
     for (const auto& kv : sub.keyed[timeout_seq]) {
+      first_only &= kv.second.value == "1";
       if (w.seq.empty()) w.seq = kv.second.value;
       if (w.evidence.size() < 3) w.evidence.push_back(kv.second.evidence);
     }
     if (const FactValue* o = sub.Get(timeout_op); o && w.op.empty()) w.op = o->value;
   }
+  w.in_first_collective = first_only && !w.seq.empty() && w.store.empty();
   return w;
 }
 
@@ -122,6 +125,12 @@ std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>&
     if (!present.count(r)) missing.push_back(r);
   }
   if (!*inferred) return missing;
+  // The first collective of a process group also brings its NCCL communicator
+  // up (PyTorch creates it lazily there): every reporter timing out in it
+  // cannot tell a rank that never came from a communicator that never came up
+  // (a transport or network setup that hangs). Without a stated world size,
+  // elimination names nobody there.
+  if (w.in_first_collective) return {};
   // Only by elimination among many reporters: one rank's log alone says
   // nothing about the others. Where rank 0 is among several silent ranks,
   // rank_zero_alone names it alone.

@@ -56,6 +56,9 @@ struct Checks {
     std::string op, seq;
     std::string store;  // what a rank waited for in the c10d store (store_wait), if any did
     bool own_failure = false;
+    // Every rank waits in a collective, each in SeqNum 1: the process group's
+    // first, where PyTorch also brings its NCCL communicator up.
+    bool in_first_collective = false;
     // Processes that name no rank (interleaved tracebacks, a store timeout
     // without a "[rankN]:" prefix) waiting in the store for rank 0's key.
     int unranked = 0;
