@@ -4,31 +4,17 @@
 
 #include <algorithm>
 
+#include "rules/varint.h"
+
 namespace ncclscan {
 
 namespace {
 
-void PutCount(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(0x80 | (v & 0x7f)));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetCount(std::string_view* in, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
-    const uint8_t b = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return *v <= in->size() + 1;  // no count exceeds the bytes left
-  }
-  return false;
-}
+// A count, each of whose items takes a byte at least: no more than the bytes left.
+bool GetCount(std::string_view* in, uint64_t* v) { return GetVarint(in, v) && *v <= in->size(); }
 
 void PutString(const std::string& s, std::string* out) {
-  PutCount(s.size(), out);
+  PutVarint(s.size(), out);
   out->append(s);
 }
 
@@ -41,7 +27,7 @@ bool GetString(std::string_view* in, std::string* s) {
 }
 
 void PutStrings(const std::vector<std::string>& v, std::string* out) {
-  PutCount(v.size(), out);
+  PutVarint(v.size(), out);
   for (const auto& s : v) PutString(s, out);
 }
 
@@ -133,12 +119,12 @@ PatternAtoms AnalyzePattern(const std::string& pattern) {
 }
 
 void EncodePatternAtoms(const std::map<std::string, PatternAtoms>& table, std::string* out) {
-  PutCount(table.size(), out);
+  PutVarint(table.size(), out);
   for (const auto& [pattern, a] : table) {
     PutString(pattern, out);
     out->push_back(a.no_literal ? 1 : 0);
     PutStrings(a.key_atoms, out);
-    PutCount(a.gate_atoms.size(), out);
+    PutVarint(a.gate_atoms.size(), out);
     for (const auto& g : a.gate_atoms) PutStrings(g, out);
   }
 }

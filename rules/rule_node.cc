@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "parsers/text_util.h"
+#include "rules/varint.h"
 
 namespace ncclscan {
 
@@ -13,25 +14,6 @@ namespace {
 // Nesting a decoder follows: the built-in files are 7 deep, a user's file is
 // capped at 64 (YamlLimits::max_depth) before it is ever encoded.
 constexpr int kMaxDecodeDepth = 256;
-
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(0x80 | (v & 0x7f)));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint(std::string_view* in, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
-    const uint8_t b = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
 
 // The indent of a line that opens a block scalar ("explanation: >-", "- |"), or -1.
 int BlockScalarIndent(std::string_view line, size_t indent) {

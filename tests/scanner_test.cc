@@ -789,41 +789,33 @@ TEST(Scanner, TerminalHardWrapIsRejoinedOnlyWhereItCompletesAMessage) {
 // A long line followed by a line of its own is still left alone, even where
 // the next line's first word would lengthen a capture that ends the first.
 TEST(Scanner, HardWrappedRowsOfEveryKindOfLineAreJoined) {
+  struct Case {
+    const char* text;
+    uint64_t joined;
+    const char* finding;  // a finding the joined line gives, or ""
+  };
+  const Case cases[] = {
+      {"node1:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.36.143.59<44206> with "
+       "status\n=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182\n",
+       1, "NCCL-IB-COMPLETION-ERROR"},
+      {"INFO:root:Waiting in store based barrier to initialize process group for rank: 3, key: "
+       "store_based_barrier_key:1 (world_\nsize=8, worker_count=7, timeout=0:30:00)\n",
+       1, "TORCH-STORE-BARRIER-WAIT"},
+      {"node1:23:670 [0] NCCL INFO comm 0x55d0c1a0e9f0 rank 6 nranks 32 cudaDev 2 busId 190000 - Abort COMP\nLETE\n", 1,
+       ""},
+      {"E0806 14:09:41.310000 139876 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
+       "local_rank: 3 (pid: 139945) of binary: /usr/bin/python\nTraceback (most recent call last):\n",
+       0, ""},
+  };
   TempDir dir;
-  auto scan = [&](const std::string& name, const std::string& text) {
-    return Analyze(Rules(), {dir.Write(name, text)}, ScanOptions());
-  };
-  auto has = [](const Analysis& a, const char* rule) {
-    for (const Finding& f : a.diagnosis.findings) {
-      if (f.rule_id == rule) return true;
-    }
-    return false;
-  };
-  Analysis ib = scan("ib.log",
-                     "node1:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
-                     "172.36.143.59<44206> with status\n"
-                     "=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182\n");
-  EXPECT_EQ(ib.state->counters().wrapped_joined, 1u);
-  EXPECT_TRUE(has(ib, "NCCL-IB-COMPLETION-ERROR"));
-
-  Analysis store = scan("store.log",
-                        "INFO:root:Waiting in store based barrier to initialize process group for rank: 3, key: "
-                        "store_based_barrier_key:1 (world_\n"
-                        "size=8, worker_count=7, timeout=0:30:00)\n");
-  EXPECT_EQ(store.state->counters().wrapped_joined, 1u);
-  EXPECT_TRUE(has(store, "TORCH-STORE-BARRIER-WAIT"));
-
-  Analysis end = scan("end.log",
-                      "node1:23:670 [0] NCCL INFO comm 0x55d0c1a0e9f0 rank 6 nranks 32 cudaDev 2 busId 190000 - "
-                      "Abort COMP\n"
-                      "LETE\n");
-  EXPECT_EQ(end.state->counters().wrapped_joined, 1u);
-
-  Analysis apart = scan("apart.log",
-                        "E0806 14:09:41.310000 139876 torch/distributed/elastic/multiprocessing/api.py:833] failed "
-                        "(exitcode: 1) local_rank: 3 (pid: 139945) of binary: /usr/bin/python\n"
-                        "Traceback (most recent call last):\n");
-  EXPECT_EQ(apart.state->counters().wrapped_joined, 0u);
+  for (const Case& c : cases) {
+    Analysis a = Analyze(Rules(), {dir.Write("w.log", c.text)}, ScanOptions());
+    EXPECT_EQ(a.state->counters().wrapped_joined, c.joined) << c.text;
+    if (!*c.finding) continue;
+    bool found = false;
+    for (const Finding& f : a.diagnosis.findings) found |= f.rule_id == c.finding;
+    EXPECT_TRUE(found) << c.finding;
+  }
 }
 
 // Scans `path` with chunk sizes 1, 1 + step, … below `limit`: each JSON is `want`.
