@@ -20,7 +20,7 @@ void PutString(const std::string& s, std::string* out) {
 
 bool GetString(std::string_view* in, std::string* s) {
   uint64_t n;
-  if (!GetCount(in, &n) || n > in->size()) return false;
+  if (!GetCount(in, &n)) return false;
   s->assign(in->data(), n);
   in->remove_prefix(n);
   return true;

@@ -89,7 +89,7 @@ class Folder {
   void FlushFor(const ParsedLine& pl) {
     if (!pl.host.empty() && pl.pid >= 0) {
       const uint16_t at = slot_[SlotOf(pl)];
-      if (at < runs_.size() && runs_[at].lines > 0 && SameProcess(runs_[at], pl)) Flush(&runs_[at]);
+      if (at != kNoRun && SameProcess(runs_[at], pl)) Flush(&runs_[at]);  // a slot names open runs only
       return;
     }
     FlushAll();

@@ -62,12 +62,10 @@ enum class WrapGate {
 // `first` (a line cut after a blank keeps it). `next_complete` is false when
 // only a prefix of the next line is known (the chunk reader at its buffer's
 // end): the answer then holds for every line that starts so.
-// `need_nccl`: only a row that names NCCL (or ProcessGroupNCCL) starts a join.
-// The scanner does without it and asks for a rule's key atom in a row that
-// names no NCCL (JoinsHardWrap); so do the third and later rows of a joined
-// line, and the chunk reader, which must never end a chunk inside one.
-inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::string_view next, bool next_complete,
-                             bool need_nccl = true) {
+// Whether the row names NCCL, or holds a rule's key atom, is the scanner's
+// question (JoinsHardWrap): the chunk reader, which must never end a chunk
+// inside a joined line, asks only this one.
+inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::string_view next, bool next_complete) {
   const size_t width = first.size() + (first_blank ? 1 : 0);
   const char tail = first_blank ? ' ' : (first.empty() ? '\0' : first.back());
   if (width < kMinWrapWidth || !WrapTail(tail)) return WrapGate::kNo;
@@ -93,9 +91,6 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   }
   static const LiteralFinder kNcclLevel("NCCL ");
   if (kNcclLevel.Find(next) != std::string_view::npos) return WrapGate::kNo;
-  // Only NCCL and PyTorch (ProcessGroupNCCL / WorkNCCL) messages are worth a
-  // second look; this keeps long application lines at one parse each.
-  if (need_nccl && !NamesNccl(first)) return WrapGate::kNo;
   return WrapGate::kMaybe;
 }
 
@@ -127,7 +122,7 @@ inline size_t WrapSafeCut(const char* buf, size_t cut, size_t n, size_t max_back
     const char* lone_cr = static_cast<const char*>(std::memchr(first.data(), '\r', first.size()));
     if (lone_cr == nullptr || lone_cr + 1 == first.data() + first.size()) {
       const bool blank = TrimWrapPadding(&first) == 1;
-      if (HardWrapGate(first, blank, next, complete, /*need_nccl=*/false) == WrapGate::kNo) return end;
+      if (HardWrapGate(first, blank, next, complete) == WrapGate::kNo) return end;
     }
     if (prev_nl == nullptr) return 0;
     end = static_cast<size_t>(prev_nl - buf) + 1;

@@ -87,7 +87,7 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   // blank; more blanks are padding, of a line that ended there.
   const bool cut_at_blank = TrimWrapPadding(&first) == 1;
   TrimWrapPadding(&next);
-  if (HardWrapGate(first, cut_at_blank, next, true, /*need_nccl=*/false) == WrapGate::kNo) return false;
+  if (HardWrapGate(first, cut_at_blank, next, true) == WrapGate::kNo) return false;
   // Only a row some rule could read is worth a second look: one that names
   // NCCL (ProcessGroupNCCL, WorkNCCL), or holds one of the rules' key atoms (a
   // launcher's, a crash handler's, a store's line); a long line of the
@@ -155,7 +155,7 @@ bool JoinsWrapContinuation(const RuleSet& rules, Chunk* c, std::string_view join
   const bool blank = TrimWrapPadding(&row) == 1;
   TrimWrapPadding(&next);
   if (row.size() + (blank ? 1 : 0) != width) return false;
-  if (HardWrapGate(row, blank, next, true, /*need_nccl=*/false) == WrapGate::kNo) return false;
+  if (HardWrapGate(row, blank, next, true) == WrapGate::kNo) return false;
   Family fam;
   const Strength next_alone = FindingStrength(rules, c, next, &fam);
   if (next_alone.level != 0 || fam != Family::kOther) return false;
