@@ -100,6 +100,8 @@ const std::vector<EngineFact>& EngineFacts() {
        "the peer map's lone reporter (its error came through transport code: the peer is the job's)"},
       {Fact::kNodes, "nodes", MergeMode::kMax, false, KeyKind::kName,
        "line findings of one node's launcher: on a one-node job a worker's local rank is its rank"},
+      {Fact::kNprocPerNode, "nproc_per_node", MergeMode::kMax, false, KeyKind::kName,
+       "the never-joined check's world where no world size is printed: nodes x processes a node"},
       {Fact::kGpuBus, "gpu_bus", MergeMode::kFirst, false, KeyKind::kName,
        "the join of a kernel log's GPU events (NVRM Xid) with the rank whose communicator init named that busId"},
       {Fact::kNccltestsBusbw, "nccltests_busbw", MergeMode::kMax, false, KeyKind::kName,

@@ -70,6 +70,7 @@ enum class Fact : int {
   kStoreWait,
   kTransportChain,
   kNodes,
+  kNprocPerNode,
   kGpuBus,
   kNccltestsBusbw,
   kTopoRow,

@@ -386,6 +386,43 @@ TEST(Scanner, ContinuationLinesKeepTheirRankAcrossChunkBoundaries) {
   ExpectEveryChunkSizeAgrees(path, ref, {1, 20, 97, 250});
 }
 
+// Regression: the detail PyTorch appends to an NCCL error ("ncclRemoteError: …",
+// "Last error:", the peer's closed connection) has no prefix of its own and was
+// nobody's: the closed peer of ranks 1 and 6 counted as one report of the file,
+// and PEER-CLOSED-STORM did not name the peer's host. It is the rank's whose
+// error it continues, at every chunk size.
+TEST(Scanner, NcclErrorDetailLinesTakeTheRankOfTheErrorTheyContinue) {
+  TempDir dir;
+  std::string s;
+  for (int r : {1, 6}) {
+    const std::string R = std::to_string(r);
+    s += "[rank" + R + "]:[E1122 12:11:33.117677740 ProcessGroupNCCL.cpp:1601] [PG ID 0 PG GUID 0(default_pg) Rank " +
+         R +
+         "] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
+         "was a network error, NCCL version 2.21.5\n"
+         "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+         "Last error:\n"
+         "socketProgress: Connection closed by remote peer gpu-node-7.cluster<5159" +
+         R + ">\n";
+    s += "loss 0.5 step " + R + "\n";
+  }
+  const std::string path = dir.Write("job.log", s);
+  ScanOptions whole;
+  Analysis ref = Analyze(Rules(), {path}, whole);
+  const int closed = ref.state->rules().fact(Fact::kClosedPeer);
+  std::vector<int> reporters;
+  for (int sub : ref.state->LiveSubjects()) {
+    if (ref.state->subjects()[sub].Has(closed)) reporters.push_back(ref.state->subjects()[sub].rank);
+  }
+  EXPECT_EQ(reporters, (std::vector<int>{1, 6}));
+  ASSERT_GE(ref.diagnosis.primary, 0);
+  const Finding& p = ref.diagnosis.findings[ref.diagnosis.primary];
+  EXPECT_EQ(p.rule_id, "PEER-CLOSED-STORM");
+  EXPECT_EQ(p.hosts, (std::vector<std::string>{"gpu-node-7"}));
+  // "loss …" after the detail is the application's: nobody's rank.
+  ExpectEveryChunkSizeAgrees(path, ref, {1, 40, 97, 150, 250});
+}
+
 // The file scanned with folding and line by line, at each chunk size: the
 // same state and the same JSON.
 void ExpectFoldingChangesNothing(const std::string& path, std::initializer_list<size_t> chunks) {

@@ -13,15 +13,26 @@
 namespace ncclscan {
 
 // World size the job itself states: NCCL communicators' nranks (the largest:
-// the world communicator), PyTorch's default process-group size, pg_config.
+// the world communicator), PyTorch's default process-group size, pg_config, a
+// launcher's task count, or torchrun's processes a node times the nodes (one
+// node where none is stated: torchrun's default).
 int Checks::WorldSize() const {
   int n = 0;
   for (const auto& kv : state.comms()) n = std::max(n, kv.second.nranks);
-  const int world = state.rules().fact(Fact::kWorldSize);
-  for (int s : state.LiveSubjects()) {
-    const FactValue* v = state.subjects()[s].Get(world);
-    long double x;
-    if (v && ParseNumber(v->value, false, &x) && x > 0 && x < kMaxRanks) n = std::max(n, static_cast<int>(x));
+  auto largest = [&](Fact fact) {
+    const int id = state.rules().fact(fact);
+    int most = 0;
+    for (int s : state.LiveSubjects()) {
+      const FactValue* v = id >= 0 ? state.subjects()[s].Get(id) : nullptr;
+      long double x;
+      if (v && ParseNumber(v->value, false, &x) && x > 0 && x < kMaxRanks) most = std::max(most, static_cast<int>(x));
+    }
+    return most;
+  };
+  n = std::max(n, largest(Fact::kWorldSize));
+  if (const int per_node = largest(Fact::kNprocPerNode); per_node > 0) {
+    const int64_t launched = int64_t{per_node} * std::max(1, largest(Fact::kNodes));
+    if (launched < kMaxRanks) n = std::max(n, static_cast<int>(launched));
   }
   if (!m.configured_ranks().empty()) n = std::max(n, *m.configured_ranks().rbegin() + 1);
   return n;

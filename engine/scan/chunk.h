@@ -157,6 +157,7 @@ struct Chunk {
   std::vector<FoldEntry> fold_entries;
   bool carry_set = false;  // some line set the rank context; `carry` is the last one
   CarryRank carry;
+  bool after_last_error = false;  // the previous line was PyTorch's bare "Last error:"
   // The lines the chunk starts with that may continue an interface list left
   // open by the previous chunk of the file (LineParser::MayContinueInterfaceList):
   // the serial stage parses them again in that context (ContinueOpenList).
@@ -198,6 +199,7 @@ struct Chunk {
     fold_entries.clear();
     carry_set = false;
     carry = CarryRank();
+    after_last_error = false;
     leading.clear();
     all_leading = false;
     arena.Reset();

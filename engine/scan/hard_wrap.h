@@ -122,7 +122,10 @@ inline size_t WrapSafeCut(const char* buf, size_t cut, size_t n, size_t max_back
     const char* lone_cr = static_cast<const char*>(std::memchr(first.data(), '\r', first.size()));
     if (lone_cr == nullptr || lone_cr + 1 == first.data() + first.size()) {
       const bool blank = TrimWrapPadding(&first) == 1;
-      if (HardWrapGate(first, blank, next, complete) == WrapGate::kNo) return end;
+      // Nor after PyTorch's bare "Last error:": the line after it is the NCCL
+      // error it introduces, which takes that line's rank (scanner.cc).
+      if (!EndsWith(TrimSpace(first), "Last error:") && HardWrapGate(first, blank, next, complete) == WrapGate::kNo)
+        return end;
     }
     if (prev_nl == nullptr) return 0;
     end = static_cast<size_t>(prev_nl - buf) + 1;

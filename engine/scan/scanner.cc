@@ -219,6 +219,18 @@ const char* CutLine(const char* p, const char* end, bool cr_lines, const char** 
   return nl ? nl + 1 : end;
 }
 
+// The detail PyTorch appends to an NCCL error (NCCLUtils: "ncclRemoteError: A
+// call failed …", "Last error:", then the last NCCL WARN's text) has no prefix
+// of its own: it belongs to the rank whose error line it continues.
+bool IsNcclErrorDetail(std::string_view text) {
+  text = TrimSpace(text);
+  if (StartsWith(text, "Last error:")) return true;
+  if (!StartsWith(text, "nccl") || text.size() < 6 || text[4] < 'A' || text[4] > 'Z') return false;
+  size_t i = 5;
+  while (i < text.size() && IsAlpha(text[i])) ++i;
+  return i + 1 < text.size() && text[i] == ':' && text[i + 1] == ' ';
+}
+
 // Counts a parsed line (or glued piece), carries its rank context to the
 // continuation lines after it, and notes the process that printed it. True
 // when the line is an orphan: a continuation before any line of the chunk
@@ -237,11 +249,13 @@ bool NoteLine(Chunk* c, ParsedLine& pl, int piece, std::string_view raw, uint32_
   }
   bool orphan = false;
   CarryRank& carry = c->carry;
+  const bool detail = pl.family == Family::kOther && (c->after_last_error || IsNcclErrorDetail(pl.text));
+  c->after_last_error = pl.family == Family::kOther && TrimSpace(pl.text) == "Last error:";
   if (pl.severity != 0 || pl.family == Family::kNccl ||
       (pl.family == Family::kTorch && (pl.rank_hint >= 0 || pl.pg_rank >= 0))) {
     carry = CarryRank{pl.rank_hint, pl.family == Family::kTorch ? pl.pg_rank : -1, pl.pg_id, pl.rank_hint_is_label};
     c->carry_set = true;
-  } else if (pl.family == Family::kTorch && pl.rank_hint < 0 && pl.pg_rank < 0) {
+  } else if ((pl.family == Family::kTorch || detail) && pl.rank_hint < 0 && pl.pg_rank < 0) {
     carry.InheritTo(&pl);
     orphan = !c->carry_set;
   }
