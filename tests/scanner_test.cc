@@ -14,6 +14,7 @@
 
 #include "engine/reports/report.h"
 #include "engine/run/analyze.h"
+#include "engine/scan/hard_wrap.h"
 #include "rules/rule_loader.h"
 #include "tests/differential.h"
 #include "tests/test_util.h"
@@ -853,6 +854,36 @@ TEST(Scanner, HardWrappedRowsOfEveryKindOfLineAreJoined) {
     for (const Finding& f : a.diagnosis.findings) found |= f.rule_id == c.finding;
     EXPECT_TRUE(found) << c.finding;
   }
+}
+
+// Regression: two rows of `srun -l` output from different tasks ("1661: …",
+// "1667: …") differ from their first bytes, so the same-prefix test let them
+// through, and every long line of a wide interleaved job was parsed and matched
+// three more times as a wrap candidate (7% of its instructions). A row with a
+// task label is a line of its own; the label's own wrapped row is still joined.
+TEST(Scanner, SrunLabelledRowsAreNeverOneWrappedLine) {
+  using scan_detail::HardWrapGate;
+  using scan_detail::WrapGate;
+  const std::string first =
+      "1661: gpu-node-207:829848:830168 [5] NCCL INFO ncclCommInitRank comm 0x55a4394aa9a0 rank 5 nranks 8 cudaDev 5 "
+      "nvmlDev 5 busId ab000 commId 0x8831586f39aaf692 - Init COMPLETE";
+  EXPECT_EQ(
+      HardWrapGate(first, false,
+                   "1667: /usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: FutureWarning", true),
+      WrapGate::kNo);
+  EXPECT_EQ(HardWrapGate(first, false, "  3: step 10 loss 2.5", true), WrapGate::kNo);
+  const std::string cut =
+      "12: [rank12]:[E1122 10:15:32.123456789 ProcessGroupNCCL.cpp:616] [Rank 12] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, N";
+  EXPECT_EQ(
+      HardWrapGate(cut, false, "umelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.", true),
+      WrapGate::kMaybe);
+  TempDir dir;
+  Analysis a = Analyze(Rules(),
+                       {dir.Write("srun.log", cut + "\numelOut=1, Timeout(ms)=600000) ran for 600081 "
+                                                    "milliseconds before timing out.\n")},
+                       ScanOptions());
+  EXPECT_EQ(a.state->counters().wrapped_joined, 1u);
 }
 
 // Scans `path` with chunk sizes 1, 1 + step, … below `limit`: each JSON is `want`.

@@ -52,6 +52,17 @@ inline bool NamesNccl(std::string_view row) {
   return kNccl.Find(row) != std::string_view::npos;
 }
 
+// The length of an `srun -l` task label at the start of a row ("12: ",
+// "  3: "); 0 if none.
+inline size_t SrunLabelLength(std::string_view row) {
+  size_t i = 0;
+  while (i < row.size() && row[i] == ' ') ++i;
+  const size_t digits = i;
+  while (i < row.size() && IsDigit(row[i]) && i - digits < 6) ++i;
+  if (i == digits || i + 1 >= row.size() || row[i] != ':' || row[i + 1] != ' ') return 0;
+  return i + 2;
+}
+
 enum class WrapGate {
   kNo,     // the two lines are never joined
   kMaybe,  // only the rules can tell (or, for a partly known next line, its bytes)
@@ -85,6 +96,9 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   // same "host:pid:tid" or "[rankN]:" prefix) is a line of its own, and so is
   // one with an NCCL keyword.
   // A partly known next line is compared only when enough of it is known.
+  // Two rows with task labels of `srun -l` (other tasks' labels differ from
+  // the first byte on) are two lines: the terminal's cut leaves no label.
+  if (SrunLabelLength(first) > 0 && SrunLabelLength(next) > 0) return WrapGate::kNo;
   const size_t want = std::min<size_t>(8, first.size());
   if ((next_complete || next.size() >= want) && EqualBytes(first.data(), next.data(), std::min(want, next.size()))) {
     return WrapGate::kNo;

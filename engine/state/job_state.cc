@@ -75,7 +75,7 @@ void JobState::Cite(const EvidenceRef& ev, Evidence* e) {
 }
 
 void JobState::SetFact(int si, int fact, std::string_view key, std::string_view value, int64_t count,
-                       const EvidenceRef& ev, std::vector<std::string>* fields) {
+                       const EvidenceRef& ev, const std::string_view* fields, size_t num_fields) {
   const FactSpec& spec = rules_->facts()[fact];
   // A rank key is a rank number: a line that names none (an empty capture) sets nothing.
   if (spec.keyed && spec.key_kind == KeyKind::kRank) {
@@ -127,7 +127,10 @@ void JobState::SetFact(int si, int fact, std::string_view key, std::string_view 
   }
   if (take) {
     if (spec.merge != MergeMode::kCount) fv->value.assign(value.data(), value.size());
-    if (fields) fv->fields = std::move(*fields);
+    if (fields) {
+      fv->fields.resize(num_fields);
+      for (size_t i = 0; i < num_fields; ++i) fv->fields[i].assign(fields[i].data(), fields[i].size());
+    }
     ev.CopyTo(&fv->evidence);
     Cite(ev, &fv->evidence);
     fv->seen = ev.seen();
@@ -146,12 +149,18 @@ void JobState::Apply(int file, int64_t line_no, const ParsedLine& line, int rule
 
   std::string b1, b2;
   if (r.has_identity) ApplyIdentity(r, var, si, ev);
-  std::vector<std::string> fields;
   for (const CompiledFact& cf : r.facts) {
     std::string_view key = rules_->facts()[cf.fact].keyed ? var.Render(cf.key, &b1) : std::string_view();
-    fields.clear();
-    for (const Template& t : cf.fields) fields.emplace_back(var.Render(t, &b2));
-    SetFact(si, cf.fact, key, var.Render(cf.value, &b2), 1, ev, cf.fields.empty() ? nullptr : &fields);
+    // Rendered into strings of their own (the scratch keeps its capacity), then viewed.
+    const size_t nf = cf.fields.size();
+    if (field_text_.size() < nf) field_text_.resize(nf);
+    field_views_.resize(nf);
+    for (size_t i = 0; i < nf; ++i) {
+      const std::string_view v = var.Render(cf.fields[i], &b2);
+      field_text_[i].assign(v.data(), v.size());
+      field_views_[i] = field_text_[i];
+    }
+    SetFact(si, cf.fact, key, var.Render(cf.value, &b2), 1, ev, nf ? field_views_.data() : nullptr, nf);
   }
 
   if (r.spec.finding.present) AddToLineFinding(r, rule_idx, var, si, line, ev);
@@ -359,14 +368,13 @@ void JobState::ApplyFolded(int file, const ParsedLine& line, int64_t lines, cons
   // comm-pointer translation (two communicators of one process with one
   // commId) then merge as line by line would (max/min: the first line with the
   // extreme value; last: the latest; first/count: the earliest).
-  std::vector<const FoldedFact*> order;
-  order.reserve(static_cast<size_t>(num_facts));
+  std::vector<const FoldedFact*>& order = folded_order_;  // a member: its capacity stays
+  order.clear();
   for (int i = 0; i < num_facts; ++i) order.push_back(&facts[i]);
   std::stable_sort(order.begin(), order.end(),
                    [](const FoldedFact* a, const FoldedFact* b) { return a->ev.line < b->ev.line; });
   for (const FoldedFact* f : order) {
-    std::vector<std::string> fields = f->fields;
-    SetFact(si, f->fact, f->key, f->value, f->count, f->ev, fields.empty() ? nullptr : &fields);
+    SetFact(si, f->fact, f->key, f->value, f->count, f->ev, f->num_fields ? f->fields.data() : nullptr, f->num_fields);
   }
 }
 

@@ -84,13 +84,16 @@ class JobState {
   // What `lines` consecutive matches of one foldable rule (CompiledRule::foldable)
   // on lines of one process amount to: per fact entry, the line whose value the
   // merge keeps and how many lines set it. Same state as Apply() on each line.
+  static constexpr size_t kMaxFoldedFields = 4;  // a foldable rule's fact fields at most
   struct FoldedFact {
     int fact;
     std::string_view key;  // rendered, before comm-pointer translation
     std::string_view value;
     int64_t count;
-    EvidenceRef ev;                   // the line whose value is kept
-    std::vector<std::string> fields;  // that line's FactSpec::fields
+    EvidenceRef ev;  // the line whose value is kept
+    // That line's FactSpec::fields (views, like key and value).
+    std::array<std::string_view, kMaxFoldedFields> fields;
+    size_t num_fields;
   };
   void ApplyFolded(int file, const ParsedLine& line, int64_t lines, const FoldedFact* facts, int num_facts);
 
@@ -166,9 +169,10 @@ class JobState {
                         const EvidenceRef& ev);
   // `count` lines set this value (a folded run counts all its lines); ev is
   // the line that set it.
-  // *fields (FactSpec::fields, rendered) are taken with the value.
+  // fields[0, num_fields) (FactSpec::fields, rendered) are taken with the value,
+  // into the strings it had (no allocation a line once they are long enough).
   void SetFact(int subject, int fact, std::string_view key, std::string_view value, int64_t count,
-               const EvidenceRef& ev, std::vector<std::string>* fields = nullptr);
+               const EvidenceRef& ev, const std::string_view* fields = nullptr, size_t num_fields = 0);
   // Finalize's steps, in order (job_state_finalize.cc).
   // Hosts: a wrapper label that only ever prefixed one host's processes is
   // that host; two machines of one name that bootstrap from different
@@ -222,6 +226,11 @@ class JobState {
   std::vector<std::unordered_set<uint64_t>> rank_line_votes_;
   // SetFact's communicator key with its pointer translated (scratch).
   std::string translated_key_;
+  // Apply's and ApplyFolded's scratch (members: their capacity stays, no
+  // allocation a line).
+  std::vector<std::string> field_text_;
+  std::vector<std::string_view> field_views_;
+  std::vector<const FoldedFact*> folded_order_;
   // ProcessSubject's cache: the subject of a pid, by a hash of the pid (host
   // checked on use). Interleaved streams (srun -l, one file of every rank)
   // switch process on nearly every line; the subject map compares host names.
