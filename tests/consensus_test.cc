@@ -357,6 +357,48 @@ TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
   }
 }
 
+// The quiet rank's last line, against when the others entered the collective
+// they timed out in (their timeout's time less the time it ran for): before it
+// (the rank never came) or while they waited (it stopped there).
+TEST(Consensus, DiedFirstSaysWhenTheQuietRankStoppedAgainstTheCollective) {
+  struct Case {
+    const char* rank2_time;
+    const char* want;
+  } cases[] = {
+      {"10:03:10",
+       "printed nothing after 11-22 10:03:10.000, 2 min 31 s before the others entered ALLREDUCE "
+       "(11-22 10:05:40.990); it never timed out itself"},
+      {"10:10:00",
+       "printed nothing after 11-22 10:10:00.000, 4 min 19 s after the others entered ALLREDUCE and "
+       "5 min 41 s before their watchdogs fired; it never timed out itself"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths;
+    for (int r = 0; r < 3; ++r) {
+      const std::string time = r < 2 ? "10:05:11" : c.rank2_time;
+      std::string text = fmt::format(
+          "[rank{0}]:[I1122 {1}.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
+          "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
+          r, time);
+      if (r < 2) {
+        text += fmt::format(
+            "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600010 milliseconds before timing out.\n",
+            r, r + 1);
+      }
+      paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
+    }
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    std::string explanation;
+    for (const auto& f : d.findings) {
+      if (f.rule_id == "CONSENSUS-DIED-FIRST") explanation = f.explanation;
+    }
+    EXPECT_NE(explanation.find(c.want), std::string::npos) << explanation;
+  }
+}
+
 TEST(Consensus, RankZeroAloneOnlyWhereNothingElseSpeaks) {
   // Ranks 2 and 3 time out; what else the input says decides whether rank 0,
   // silent, is named from its role.

@@ -95,6 +95,9 @@ struct TimedOutRanks {
   std::vector<int> ranks;
   std::vector<Evidence> evidence;  // the first two timeouts, cited
   double first_timeout = -1;
+  // When the first of them entered the collective: a timeout's time less the
+  // time it says it ran for (-1 where no timeout line says both).
+  double first_entered = -1;
   std::string op, seq, pg;
 };
 
@@ -127,6 +130,12 @@ void AddTimedOut(const Subject& sub, int timeout_seq, int timeout_op, TimedOutRa
   for (const auto& kv : sub.keyed[timeout_seq]) {
     const double t = kv.second.evidence.time;
     if (t >= 0 && (out->first_timeout < 0 || t < out->first_timeout)) out->first_timeout = t;
+    long double ran_ms;
+    const std::string_view ran = FieldOf(kv.second, TimeoutField::kRanMs);
+    if (t >= 0 && !ran.empty() && ParseNumber(ran, false, &ran_ms) && ran_ms >= 0) {
+      const double entered = t - static_cast<double>(ran_ms) / 1000;
+      if (out->first_entered < 0 || entered < out->first_entered) out->first_entered = entered;
+    }
     if (out->seq.empty()) {
       out->seq = kv.second.value;
       out->pg = kv.first;
@@ -234,7 +243,15 @@ std::vector<const DiedFirstCandidate*> NameDiedFirst(const std::vector<DiedFirst
   return timed;
 }
 
-std::string SaysOf(const DiedFirstCandidate& k) {
+// "1 min 50 s", "45 s", "2 h 3 min": a span for a sentence.
+std::string Span(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return s % 60 ? fmt::format("{} min {} s", s / 60, s % 60) : fmt::format("{} min", s / 60);
+  return fmt::format("{} h {} min", s / 3600, s % 3600 / 60);
+}
+
+std::string SaysOf(const DiedFirstCandidate& k, const TimedOutRanks& timed_out) {
   if (k.fatal) {
     return k.time >= 0 ? fmt::format("rank {} failed at {}: {}", k.rank, Clock(k.time), k.what)
                        : fmt::format("rank {} failed: {}", k.rank, k.what);
@@ -242,7 +259,19 @@ std::string SaysOf(const DiedFirstCandidate& k) {
   if (k.time < 0) {
     return fmt::format("rank {} never timed out itself; its last line (no time on it) was \"{}\"", k.rank, k.what);
   }
-  return fmt::format("rank {} printed nothing after {} and never timed out itself", k.rank, Clock(k.time));
+  // When it went quiet, against when the others entered the collective they
+  // timed out in: before it (it never came), or while they waited.
+  std::string when;
+  const double entered = timed_out.first_entered;
+  if (entered >= 0 && k.time <= entered) {
+    when = fmt::format(", {} before the others entered {} ({})", Span(entered - k.time),
+                       timed_out.op.empty() ? "the collective" : timed_out.op, Clock(entered));
+  } else if (entered >= 0 && timed_out.first_timeout >= k.time) {
+    when = fmt::format(", {} after the others entered {} and {} before their watchdogs fired", Span(k.time - entered),
+                       timed_out.op.empty() ? "the collective" : timed_out.op, Span(timed_out.first_timeout - k.time));
+  }
+  return fmt::format("rank {} printed nothing after {}{}{} never timed out itself", k.rank, Clock(k.time), when,
+                     when.empty() ? " and" : "; it");
 }
 
 }  // namespace
@@ -283,7 +312,7 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   std::vector<Evidence> ev;
   for (const DiedFirstCandidate* k : named) {
     suspects.push_back(k->rank);
-    says.push_back(SaysOf(*k));
+    says.push_back(SaysOf(*k, timed_out));
     ev.push_back(k->ev);
   }
   std::sort(suspects.begin(), suspects.end());
