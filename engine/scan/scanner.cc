@@ -96,7 +96,15 @@ bool JoinsHardWrap(const RuleSet& rules, Chunk* c, std::string_view first, std::
   if (!names_nccl) {
     c->scratch.atoms.clear();
     rules.matcher().FindAll(first, &c->scratch.atoms, &c->scratch.seen);
-    if (c->scratch.atoms.empty()) return false;
+    if (c->scratch.atoms.empty()) {
+      // The cut may fall inside the atom ("… only subset of ranks is submitting" /
+      // " tensors, which will cause deadlock."): the two rows together hold it.
+      std::string rows(first);
+      if (cut_at_blank) rows += ' ';
+      rows.append(next.data(), next.size());
+      rules.matcher().FindAll(rows, &c->scratch.atoms, &c->scratch.seen);
+      if (c->scratch.atoms.empty()) return false;
+    }
   }
   if (cut_at_blank) {
     // The one blank is kept as a space: the line's own byte when it is one (no copy).
