@@ -844,6 +844,10 @@ TEST(Scanner, HardWrappedRowsOfEveryKindOfLineAreJoined) {
       {"E0806 14:09:41.310000 139876 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
        "local_rank: 3 (pid: 139945) of binary: /usr/bin/python\nTraceback (most recent call last):\n",
        0, ""},
+      // A row that goes on with "NCCL version" (not an NCCL line's "NCCL INFO" / "NCCL WARN").
+      {"[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+       "un\nhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n",
+       1, "NCCL-UNHANDLED-ERROR"},
       // The cut falls inside the rule's key atom: the two rows together hold it.
       {"This may indicate that different ranks are trying to submit different tensors or that only subset of ranks "
        "is submitting\n tensors, which will cause deadlock.\n",

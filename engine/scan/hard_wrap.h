@@ -94,7 +94,7 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   if (first[0] == '[') first.remove_prefix(LastGluedRankPrefix(first));
   // A continuation has no header: a next line that starts like this one (the
   // same "host:pid:tid" or "[rankN]:" prefix) is a line of its own, and so is
-  // one with an NCCL keyword.
+  // one with an NCCL line's level word.
   // A partly known next line is compared only when enough of it is known.
   // Two rows with task labels of `srun -l` (other tasks' labels differ from
   // the first byte on) are two lines: the terminal's cut leaves no label.
@@ -103,8 +103,13 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   if ((next_complete || next.size() >= want) && EqualBytes(first.data(), next.data(), std::min(want, next.size()))) {
     return WrapGate::kNo;
   }
-  static const LiteralFinder kNcclLevel("NCCL ");
-  if (kNcclLevel.Find(next) != std::string_view::npos) return WrapGate::kNo;
+  // An NCCL line's level word ("NCCL INFO", "NCCL WARN"); a message's "NCCL
+  // error", "NCCL version" or "the NCCL developers" may well be a cut's rest.
+  static const LiteralFinder kNcclInfo("NCCL INFO"), kNcclWarn("NCCL WARN"), kNcclTrace("NCCL TRACE");
+  if (kNcclInfo.Find(next) != std::string_view::npos || kNcclWarn.Find(next) != std::string_view::npos ||
+      kNcclTrace.Find(next) != std::string_view::npos) {
+    return WrapGate::kNo;
+  }
   return WrapGate::kMaybe;
 }
 
