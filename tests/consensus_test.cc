@@ -308,6 +308,38 @@ TEST(Consensus, CollP2pSizeMismatchNamesBothEnds) {
   EXPECT_EQ(found, 1);
 }
 
+// A three-rank job: ranks 0 and 1 start at 10:05:11 and time out in ALLREDUCE
+// SeqNum 5 at 10:15:41 and 10:15:42 (each having run 600010 ms); rank 2 starts
+// at `rank2_start` and then prints `rank2` (one file a rank).
+Diagnosis DiedFirstJob(const std::string& rank2_start, const std::vector<std::string>& rank2) {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 3; ++r) {
+    std::string text = fmt::format(
+        "[rank{0}]:[I1122 {1}.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
+        "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
+        r, r < 2 ? "10:05:11" : rank2_start);
+    if (r < 2) {
+      text += fmt::format(
+          "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 600010 milliseconds before timing out.\n",
+          r, r + 1);
+    } else {
+      for (const auto& l : rank2) text += l + "\n";
+    }
+    paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
+  }
+  return Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+}
+
+const Finding* FindingByRule(const Diagnosis& d, const std::string& rule) {
+  for (const auto& f : d.findings) {
+    if (f.rule_id == rule) return &f;
+  }
+  return nullptr;
+}
+
 TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
   // Ranks 0 and 1 time out at 10:15:41; what rank 2 printed decides.
   struct Case {
@@ -330,30 +362,9 @@ TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
        ""},
   };
   for (const Case& c : cases) {
-    TempDir dir;
-    std::vector<std::string> paths;
-    for (int r = 0; r < 3; ++r) {
-      std::string text = fmt::format(
-          "[rank{0}]:[I1122 10:05:11.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
-          "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
-          r);
-      if (r < 2) {
-        text += fmt::format(
-            "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
-            "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-            "for 600010 milliseconds before timing out.\n",
-            r, r + 1);
-      } else {
-        for (const auto& l : c.rank2) text += l + "\n";
-      }
-      paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
-    }
-    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
-    std::string got;
-    for (const auto& f : d.findings) {
-      if (f.rule_id == "CONSENSUS-DIED-FIRST") got = CompactRanks(f.ranks);
-    }
-    EXPECT_EQ(got, c.want) << c.name;
+    const Diagnosis d = DiedFirstJob("10:05:11", c.rank2);
+    const Finding* f = FindingByRule(d, "CONSENSUS-DIED-FIRST");
+    EXPECT_EQ(f ? CompactRanks(f->ranks) : "", c.want) << c.name;
   }
 }
 
@@ -373,29 +384,10 @@ TEST(Consensus, DiedFirstSaysWhenTheQuietRankStoppedAgainstTheCollective) {
        "5 min 41 s before their watchdogs fired; it never timed out itself"},
   };
   for (const Case& c : cases) {
-    TempDir dir;
-    std::vector<std::string> paths;
-    for (int r = 0; r < 3; ++r) {
-      const std::string time = r < 2 ? "10:05:11" : c.rank2_time;
-      std::string text = fmt::format(
-          "[rank{0}]:[I1122 {1}.000000000 ProcessGroupNCCL.cpp:918] [PG ID 0 PG GUID 0 Rank {0}] "
-          "ProcessGroupNCCL initialization options: size: 3, global rank: {0}, TIMEOUT(ms): 600000\n",
-          r, time);
-      if (r < 2) {
-        text += fmt::format(
-            "[rank{0}]:[E1122 10:15:4{1}.000000000 ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog caught collective "
-            "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-            "for 600010 milliseconds before timing out.\n",
-            r, r + 1);
-      }
-      paths.push_back(dir.Write(fmt::format("rank{}.log", r), text));
-    }
-    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
-    std::string explanation;
-    for (const auto& f : d.findings) {
-      if (f.rule_id == "CONSENSUS-DIED-FIRST") explanation = f.explanation;
-    }
-    EXPECT_NE(explanation.find(c.want), std::string::npos) << explanation;
+    const Diagnosis d = DiedFirstJob(c.rank2_time, {});
+    const Finding* f = FindingByRule(d, "CONSENSUS-DIED-FIRST");
+    ASSERT_NE(f, nullptr) << c.rank2_time;
+    EXPECT_NE(f->explanation.find(c.want), std::string::npos) << f->explanation;
   }
 }
 
