@@ -263,12 +263,12 @@ std::string SaysOf(const DiedFirstCandidate& k, const TimedOutRanks& timed_out) 
   // timed out in: before it (it never came), or while they waited.
   std::string when;
   const double entered = timed_out.first_entered;
+  const std::string op = timed_out.op.empty() ? "the collective" : timed_out.op;
   if (entered >= 0 && k.time <= entered) {
-    when = fmt::format(", {} before the others entered {} ({})", Span(entered - k.time),
-                       timed_out.op.empty() ? "the collective" : timed_out.op, Clock(entered));
+    when = fmt::format(", {} before the others entered {} ({})", Span(entered - k.time), op, Clock(entered));
   } else if (entered >= 0 && timed_out.first_timeout >= k.time) {
     when = fmt::format(", {} after the others entered {} and {} before their watchdogs fired", Span(k.time - entered),
-                       timed_out.op.empty() ? "the collective" : timed_out.op, Span(timed_out.first_timeout - k.time));
+                       op, Span(timed_out.first_timeout - k.time));
   }
   return fmt::format("rank {} printed nothing after {}{}{} never timed out itself", k.rank, Clock(k.time), when,
                      when.empty() ? " and" : "; it");

@@ -71,7 +71,7 @@ struct FoldEntry {
   int64_t src_line;
   // The kept line's values of the fact's fields (CompiledFact::fields), into
   // the chunk's data or arena; a fact with more does not fold.
-  static constexpr size_t kMaxFields = 4;
+  static constexpr size_t kMaxFields = JobState::kMaxFoldedFields;
   std::array<std::string_view, kMaxFields> fields;
   uint8_t num_fields;
 };

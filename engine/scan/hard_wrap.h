@@ -105,10 +105,10 @@ inline WrapGate HardWrapGate(std::string_view first, bool first_blank, std::stri
   }
   // An NCCL line's level word ("NCCL INFO", "NCCL WARN"); a message's "NCCL
   // error", "NCCL version" or "the NCCL developers" may well be a cut's rest.
-  static const LiteralFinder kNcclInfo("NCCL INFO"), kNcclWarn("NCCL WARN"), kNcclTrace("NCCL TRACE");
-  if (kNcclInfo.Find(next) != std::string_view::npos || kNcclWarn.Find(next) != std::string_view::npos ||
-      kNcclTrace.Find(next) != std::string_view::npos) {
-    return WrapGate::kNo;
+  static const LiteralFinder kNcclWord("NCCL ");
+  for (size_t at = kNcclWord.Find(next); at != std::string_view::npos; at = kNcclWord.Find(next, at + 1)) {
+    const std::string_view word = next.substr(at + 5);
+    if (StartsWith(word, "INFO") || StartsWith(word, "WARN") || StartsWith(word, "TRACE")) return WrapGate::kNo;
   }
   return WrapGate::kMaybe;
 }

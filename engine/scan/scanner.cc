@@ -478,105 +478,103 @@ void Scanner::Scan(const std::vector<InputPath>& inputs, JobState* state,
   MatchScratch list_scratch;
 
   tbb::parallel_pipeline(
-      tokens, tbb::make_filter<void, Chunk*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Chunk* {
-                auto c = pool.Get();
-                c->Reset();
-                if (!reader.Next(c.get())) {
-                  pool.Put(std::move(c));
-                  fc.stop();
-                  return nullptr;
-                }
-                return c.release();
-              }) & tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel, [&](Chunk* c) {
-                if (opts_.on_text) opts_.on_text(std::string_view(c->data.data(), c->size));
-                ParseChunk(*rules_, opts_.fold, c);
-                return c;
-              }) & tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
-                std::unique_ptr<Chunk> owned(c);
-                for (const std::string& name : c->new_files) state->AddFile(name);
-                // Lines of the file counted so far (0 for a file registered just now).
-                uint64_t base = state->file(c->file).lines;
-                // The chunk's notes (labels that are no ranks, processes, ranks, ranks'
-                // last lines) are applied at their lines, between the events: subjects
-                // are then made in the order of the lines that name them, and labels
-                // stop being ranks at the same line, whatever the chunk size.
-                notes.clear();
-                if (c->label_conflict) notes.push_back(Note{c->label_conflict_index, Note::kLabels, 0});
-                for (size_t i = 0; i < c->processes.size(); ++i) {
-                  notes.push_back(Note{c->processes[i].line_index, Note::kProcess, static_cast<uint32_t>(i)});
-                }
-                for (size_t i = 0; i < c->rank_slots.size(); ++i) {
-                  const Chunk::RankSlot& slot = c->rank_slots[i];
-                  if (slot.key.pid < 0) notes.push_back(Note{slot.first_index, Note::kRank, static_cast<uint32_t>(i)});
-                }
-                for (size_t i = 0; i < c->rank_lines.size(); ++i) {
-                  notes.push_back(Note{c->rank_lines[i].line_index, Note::kRankLine, static_cast<uint32_t>(i)});
-                }
-                std::sort(notes.begin(), notes.end());
-                size_t next_note = 0;
-                auto notes_through = [&](uint64_t index) {
-                  for (; next_note < notes.size() && notes[next_note].line_index <= index; ++next_note) {
-                    const Note& n = notes[next_note];
-                    if (n.kind == Note::kLabels) {
-                      state->NoteLabelsNotRanks(c->file);
-                    } else if (n.kind == Note::kProcess) {
-                      const ProcessNote& pn = c->processes[n.item];
-                      state->NoteProcess(c->file, pn.host, pn.pid);
-                    } else if (n.kind == Note::kRank) {
-                      const Chunk::RankSlot& slot = c->rank_slots[n.item];
-                      state->TouchRank(c->file, slot.key.rank, slot.first_is_label);
-                    } else {
-                      const LineEvent& rl = c->rank_lines[n.item];
-                      state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
-                    }
-                  }
-                };
-                // Context from the previous chunk of the same file, for orphans.
-                if (c->file != carry_file) {
-                  carry_file = c->file;
-                  last_carry = CarryRank();
-                  open_list = LineParser::ListContext();
-                }
-                const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch,
-                                                            &open_list, &last_carry, &last_carry_pg);
-                for (LineEvent& e : c->events) {
-                  notes_through(e.line_index);
-                  if (e.line_index < continued) continue;  // applied by ContinueOpenList
-                  if (e.orphan) last_carry.InheritTo(&e.line);
-                  if (e.fold >= 0) {
-                    const FoldedRun& run = c->folds[e.fold];
-                    folded.clear();
-                    for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
-                      const FoldEntry& fe = c->fold_entries[k];
-                      int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
-                      EvidenceRef ev{c->file, line_no, fe.text, fe.time};
-                      ev.origin_file = fe.src_file;
-                      ev.origin_line = fe.src_line;
-                      ev.rank = SelfRank(e.line);  // a run's lines share their rank prefix
-                      static_assert(FoldEntry::kMaxFields <= JobState::kMaxFoldedFields, "a fold entry's fields fit");
-                      JobState::FoldedFact ff{fe.fact, fe.key, fe.value, fe.count, ev, {}, fe.num_fields};
-                      std::copy(fe.fields.begin(), fe.fields.begin() + fe.num_fields, ff.fields.begin());
-                      folded.push_back(ff);
-                    }
-                    state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
-                    continue;
-                  }
-                  for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
-                    const MatchEvent& me = c->matches[m];
-                    state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
-                                 c->groups.data() + me.group_begin, me.num_groups);
-                  }
-                }
-                notes_through(UINT64_MAX);
-                if (c->carry_set) {
-                  last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
-                  last_carry = c->carry;
-                  last_carry.pg = last_carry_pg;
-                }
-                state->file(c->file).lines += c->lines;
-                state->counters().Add(c->counters);
-                pool.Put(std::move(owned));
-              }));
+      tokens,
+      tbb::make_filter<void, Chunk*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Chunk* {
+        auto c = pool.Get();
+        c->Reset();
+        if (!reader.Next(c.get())) {
+          pool.Put(std::move(c));
+          fc.stop();
+          return nullptr;
+        }
+        return c.release();
+      }) & tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel, [&](Chunk* c) {
+        if (opts_.on_text) opts_.on_text(std::string_view(c->data.data(), c->size));
+        ParseChunk(*rules_, opts_.fold, c);
+        return c;
+      }) & tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
+        std::unique_ptr<Chunk> owned(c);
+        for (const std::string& name : c->new_files) state->AddFile(name);
+        // Lines of the file counted so far (0 for a file registered just now).
+        uint64_t base = state->file(c->file).lines;
+        // The chunk's notes (labels that are no ranks, processes, ranks, ranks'
+        // last lines) are applied at their lines, between the events: subjects
+        // are then made in the order of the lines that name them, and labels
+        // stop being ranks at the same line, whatever the chunk size.
+        notes.clear();
+        if (c->label_conflict) notes.push_back(Note{c->label_conflict_index, Note::kLabels, 0});
+        for (size_t i = 0; i < c->processes.size(); ++i) {
+          notes.push_back(Note{c->processes[i].line_index, Note::kProcess, static_cast<uint32_t>(i)});
+        }
+        for (size_t i = 0; i < c->rank_slots.size(); ++i) {
+          const Chunk::RankSlot& slot = c->rank_slots[i];
+          if (slot.key.pid < 0) notes.push_back(Note{slot.first_index, Note::kRank, static_cast<uint32_t>(i)});
+        }
+        for (size_t i = 0; i < c->rank_lines.size(); ++i) {
+          notes.push_back(Note{c->rank_lines[i].line_index, Note::kRankLine, static_cast<uint32_t>(i)});
+        }
+        std::sort(notes.begin(), notes.end());
+        size_t next_note = 0;
+        auto notes_through = [&](uint64_t index) {
+          for (; next_note < notes.size() && notes[next_note].line_index <= index; ++next_note) {
+            const Note& n = notes[next_note];
+            if (n.kind == Note::kLabels) {
+              state->NoteLabelsNotRanks(c->file);
+            } else if (n.kind == Note::kProcess) {
+              const ProcessNote& pn = c->processes[n.item];
+              state->NoteProcess(c->file, pn.host, pn.pid);
+            } else if (n.kind == Note::kRank) {
+              const Chunk::RankSlot& slot = c->rank_slots[n.item];
+              state->TouchRank(c->file, slot.key.rank, slot.first_is_label);
+            } else {
+              const LineEvent& rl = c->rank_lines[n.item];
+              state->NoteRankLine(c->file, static_cast<int64_t>(base + rl.line_index + 1), rl.line);
+            }
+          }
+        };
+        // Context from the previous chunk of the same file, for orphans.
+        if (c->file != carry_file) {
+          carry_file = c->file;
+          last_carry = CarryRank();
+          open_list = LineParser::ListContext();
+        }
+        const uint32_t continued = ContinueOpenList(*rules_, c, base, state, &list_parser, &list_scratch, &open_list,
+                                                    &last_carry, &last_carry_pg);
+        for (LineEvent& e : c->events) {
+          notes_through(e.line_index);
+          if (e.line_index < continued) continue;  // applied by ContinueOpenList
+          if (e.orphan) last_carry.InheritTo(&e.line);
+          if (e.fold >= 0) {
+            const FoldedRun& run = c->folds[e.fold];
+            folded.clear();
+            for (uint32_t k = run.entry_begin; k < run.entry_end; ++k) {
+              const FoldEntry& fe = c->fold_entries[k];
+              int64_t line_no = static_cast<int64_t>(base + fe.line_index + 1);
+              EvidenceRef ev{c->file, line_no, fe.text, fe.time};
+              ev.origin_file = fe.src_file;
+              ev.origin_line = fe.src_line;
+              ev.rank = SelfRank(e.line);  // a run's lines share their rank prefix
+              folded.push_back(JobState::FoldedFact{fe.fact, fe.key, fe.value, fe.count, ev, fe.fields, fe.num_fields});
+            }
+            state->ApplyFolded(c->file, e.line, run.lines, folded.data(), static_cast<int>(folded.size()));
+            continue;
+          }
+          for (uint32_t m = e.match_begin; m < e.match_end; ++m) {
+            const MatchEvent& me = c->matches[m];
+            state->Apply(c->file, static_cast<int64_t>(base + e.line_index + 1), e.line, me.rule,
+                         c->groups.data() + me.group_begin, me.num_groups);
+          }
+        }
+        notes_through(UINT64_MAX);
+        if (c->carry_set) {
+          last_carry_pg.assign(c->carry.pg.data(), c->carry.pg.size());
+          last_carry = c->carry;
+          last_carry.pg = last_carry_pg;
+        }
+        state->file(c->file).lines += c->lines;
+        state->counters().Add(c->counters);
+        pool.Put(std::move(owned));
+      }));
   // Files that gave no chunk (empty, unreadable) after the last chunk.
   for (size_t i = state->files().size() - static_cast<size_t>(first_file); i < reader.files(); ++i) {
     state->AddFile(reader.name(i));
