@@ -125,7 +125,10 @@ const std::vector<EngineFact>& EngineFacts() {
       {Fact::kWatchdogFired, "watchdog_fired", MergeMode::kFirst, false, KeyKind::kName,
        "the extreme correlation's silent-rank test: a rank whose own watchdog fired waited, it was not silent"},
       {Fact::kRankStarted, "rank_started", MergeMode::kFirst, true, KeyKind::kRank,
-       "never_joined: a rank it names by elimination printed its start (its line is the evidence)"},
+       "never_joined: a rank it names by elimination printed its start (its line is the evidence); never_started: "
+       "the ranks of a stated world that printed their start, where the logs stop"},
+      {Fact::kRankStartedLast, "rank_started_last", MergeMode::kLast, true, KeyKind::kRank,
+       "started_twice: a rank's last start line, beside its first (rank_started), shows two processes claiming it"},
       {Fact::kCollectiveFingerprint, "collective_fingerprint", MergeMode::kFirst, true, KeyKind::kRank,
        "the mismatch check: each rank's call as TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint lines name it"},
   };

@@ -80,6 +80,7 @@ enum class Fact : int {
   kWorkerPid,
   kWatchdogFired,
   kRankStarted,
+  kRankStartedLast,
   kCollectiveFingerprint,
   kCount
 };

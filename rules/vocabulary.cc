@@ -54,6 +54,8 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kTopoP2pPath, "topo_p2p_path"},
       {CollectiveCheck::kShmDespiteNvlink, "shm_despite_nvlink"},
       {CollectiveCheck::kDuplicateGpu, "duplicate_gpu"},
+      {CollectiveCheck::kNeverStarted, "never_started"},
+      {CollectiveCheck::kStartedTwice, "started_twice"},
   };
   return kRows;
 }

@@ -74,6 +74,8 @@ enum class CollectiveCheck : int {
   kTopoP2pPath,
   kShmDespiteNvlink,
   kDuplicateGpu,
+  kNeverStarted,
+  kStartedTwice,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

@@ -487,6 +487,50 @@ TEST(Consensus, ARankThatPrintedItsStartDidNotLeaveNoTrace) {
   }
 }
 
+// Start lines of a stated world (Lightning's "GLOBAL_RANK: r, MEMBER: m/n")
+// where the logs stop: the ranks that never printed one never started, or a
+// rank's start printed twice in one log means two processes claim it. A run
+// that goes on after its starts, a whole world started, a restart that prints
+// every start again, and two attempts in two files name nobody started twice.
+TEST(Consensus, RanksThatNeverStartedAndRanksStartedTwice) {
+  auto start = [](int r, int n) {
+    return fmt::format("Initializing distributed: GLOBAL_RANK: {}, MEMBER: {}/{}\n", r, r + 1, n);
+  };
+  const std::string registered = "All distributed processes registered. Starting with 4 processes\nEpoch 0:  10%\n";
+  struct Case {
+    const char* name;
+    std::vector<std::string> files;
+    const char* never_started;  // ranks CONSENSUS-NEVER-STARTED names ("" none)
+    const char* twice;          // ranks RANK-STARTED-TWICE names ("" none)
+    const char* primary;
+  } cases[] = {
+      {"half the world started", {start(0, 4) + start(1, 4)}, "2-3", "", "CONSENSUS-NEVER-STARTED"},
+      {"the run went on", {start(0, 4) + start(1, 4) + registered}, "", "", ""},
+      {"the whole world started", {start(0, 4) + start(2, 4) + start(1, 4) + start(3, 4)}, "", "", ""},
+      {"two processes claim ranks 0-1",
+       {start(0, 4) + start(1, 4) + start(1, 4) + start(0, 4)},
+       "2-3",
+       "0-1",
+       "RANK-STARTED-TWICE"},
+      {"a restart starts the whole world again", {start(0, 2) + start(1, 2) + start(0, 2) + start(1, 2)}, "", "", ""},
+      {"two attempts in two files", {start(0, 4) + start(1, 4), start(0, 4)}, "2-3", "", "CONSENSUS-NEVER-STARTED"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> paths;
+    for (size_t i = 0; i < c.files.size(); ++i) paths.push_back(dir.Write(fmt::format("node{}.out", i), c.files[i]));
+    Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+    std::map<std::string, std::string> got;
+    for (const auto& f : d.findings) got[f.rule_id] = CompactRanks(f.ranks);
+    EXPECT_EQ(got.count("CONSENSUS-NEVER-STARTED") ? got["CONSENSUS-NEVER-STARTED"] : "", c.never_started) << c.name;
+    EXPECT_EQ(got.count("RANK-STARTED-TWICE") ? got["RANK-STARTED-TWICE"] : "", c.twice) << c.name;
+    const std::string primary = d.primary >= 0 ? d.findings[d.primary].rule_id : "";
+    if (*c.primary) {
+      EXPECT_EQ(primary, c.primary) << c.name;
+    }
+  }
+}
+
 // A watchdog line cut inside "NumelIn=1, N" does not show its size: unknown
 // there, not different. Sizes shown on every rank are still compared.
 TEST(Consensus, ASizeALineDoesNotShowIsNotADifference) {

@@ -431,6 +431,12 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kDuplicateGpu:
           x.DuplicateGpu(c);
           break;
+        case CollectiveCheck::kNeverStarted:
+          x.NeverStarted(c);
+          break;
+        case CollectiveCheck::kStartedTwice:
+          x.StartedTwice(c);
+          break;
         case CollectiveCheck::kShmDespiteNvlink:
           x.ShmDespiteNvlink(c);
           break;

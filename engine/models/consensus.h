@@ -30,10 +30,16 @@
 //   p2p_unpaired  dumps: sends and receives that do not pair (peer, size)
 //   straggler     the job was killed from outside (launcher signal, time
 //                 limit) with one rank behind in its COLL trace
+//   never_started text: the world size is stated, some ranks printed their
+//                 start (rank_started) and the logs stop there, while the
+//                 other ranks of the world printed nothing at all
+//   started_twice text: one log prints the start of one global rank twice
+//                 (two processes claim it)
 //   died_first    text: a rank that did not time out with the others and whose
 //                 fatal error (OOM, exception, the launcher's "failed") or last
 //                 timestamped line precedes their watchdog timeouts
-// The checks live in consensus_checks.cc and consensus_text.cc (consensus_checks.h).
+// The checks live in consensus_checks.cc, consensus_absent.cc and consensus_text.cc
+// (consensus_checks.h).
 // Sequences are compared within one group only: sequence numbers of
 // different process groups or communicators are unrelated counters.
 //

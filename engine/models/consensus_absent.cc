@@ -8,6 +8,7 @@
 
 #include "engine/models/consensus_checks.h"
 #include "engine/models/diagnosis.h"
+#include "engine/models/story.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -192,6 +193,122 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
             {"reporters", CompactRanks(w.ranks)},
             {"trace", trace}};
   Emit(c, missing, w.ranks, vars, "world", ev);
+}
+
+// never_started: the world size is stated, ranks printed their start
+// (rank_started: a start line that names its rank, Lightning's "GLOBAL_RANK:
+// r, MEMBER: m/n", printed just before init_process_group) and the logs stop
+// there: every file that holds a start line ends with one, and no process
+// shows a later stage, a wait, an error or an end. The ranks of the world that
+// printed nothing at all never started (a launch that started one node's
+// processes only) or never reached the rendezvous the others wait in:
+// init_process_group returns on no rank until every rank has joined.
+void Checks::NeverStarted(const CompiledCorrelation& c) const {
+  if (!state.flight_recorders().empty()) return;
+  const RuleSet& rules = state.rules();
+  const int started_fact = rules.fact(Fact::kRankStarted), last_fact = rules.fact(Fact::kRankStartedLast);
+  const int world = WorldSize();
+  if (started_fact < 0 || world <= 0) return;
+  // An error line, whoever printed it, is the better lead.
+  for (const auto& kv : state.line_findings()) {
+    const int r = kv.second.rule;
+    if (r >= 0 && rules.rules()[r].spec.finding.severity >= Severity::kError) return;
+  }
+  std::vector<int> ends;
+  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kStallMissing, Fact::kStoreWait, Fact::kNccltestsResult,
+                 Fact::kWatchdogFired}) {
+    if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
+  }
+  const StoryFacts facts = ResolveStoryFacts(rules);
+  std::set<int> started = PresentRanks();
+  std::map<int, int64_t> last_start;  // file -> line of its last start line
+  std::vector<Evidence> ev;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    for (int f : ends) {
+      if (sub.Has(f)) return;
+    }
+    const StoryPoint p = StoryOf(state, facts, s);
+    if (p.abnormal || p.stage > Stage::kBootstrap) return;
+    // Each rank's first and last start line (a rank started twice in one
+    // file prints a later one).
+    for (int f : {started_fact, last_fact}) {
+      if (f < 0 || f >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[f]) {
+        long double r;
+        if (!ParseNumber(kv.first, false, &r) || r < 0 || r >= world) return;  // a rank outside the stated world
+        started.insert(static_cast<int>(r));
+        const Evidence& e = kv.second.evidence;
+        int64_t& at = last_start.try_emplace(e.file, 0).first->second;
+        at = std::max(at, e.line);
+        if (f == started_fact && ev.size() < kMaxEvidencePerFinding) ev.push_back(e);
+      }
+    }
+  }
+  if (last_start.empty()) return;
+  // The logs stop at the start lines: at most one (blank) line follows the
+  // last of them in each file that holds one.
+  for (const auto& [file, line] : last_start) {
+    if (file < 0 || file >= static_cast<int>(state.files().size()) ||
+        static_cast<int64_t>(state.files()[file].lines) > line + 1)
+      return;
+  }
+  std::vector<int> missing, present;
+  for (int r = 0; r < world; ++r) (started.count(r) ? present : missing).push_back(r);
+  if (missing.empty() || present.empty()) return;
+  Vars vars{{"nranks", std::to_string(world)},
+            {"reporters", CompactRanks(present)},
+            {"missing", CompactRanks(missing)},
+            {"op", "init_process_group's rendezvous"}};
+  Emit(c, missing, present, vars, "world", ev);
+}
+
+// started_twice: one log prints the start of one global rank at two lines
+// (the first and last start line each subject keeps of that rank), and ranks
+// of the stated world never start: two processes claim the same rank, so the
+// ranks nobody claimed never exist and the rendezvous cannot complete. A
+// launcher and a framework that disagree on who starts the processes do this
+// (Slurm's task count against the GPUs a node, a framework that does not see
+// Slurm, two nodes with one node rank). A restart prints every rank's start
+// again, the whole world: no rank is missing there, and the check is silent.
+void Checks::StartedTwice(const CompiledCorrelation& c) const {
+  const RuleSet& rules = state.rules();
+  const int first = rules.fact(Fact::kRankStarted), last = rules.fact(Fact::kRankStartedLast);
+  const int world = WorldSize();
+  if (first < 0 || last < 0 || world <= 0) return;
+  std::map<int, std::vector<const Evidence*>> lines;  // rank -> its start lines kept
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    for (int f : {first, last}) {
+      if (f >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[f]) {
+        long double r;
+        if (ParseNumber(kv.first, false, &r) && r >= 0 && r < world)
+          lines[static_cast<int>(r)].push_back(&kv.second.evidence);
+      }
+    }
+  }
+  std::vector<int> twice, missing;
+  std::vector<Evidence> ev;
+  for (const auto& [rank, at] : lines) {
+    bool found = false;
+    for (size_t i = 0; i < at.size() && !found; ++i) {
+      for (size_t j = i + 1; j < at.size() && !found; ++j) {
+        if (at[i]->file != at[j]->file || at[i]->line == at[j]->line) continue;
+        found = true;
+        twice.push_back(rank);
+        for (const Evidence* e : {at[i], at[j]}) {
+          if (ev.size() < kMaxEvidencePerFinding) ev.push_back(*e);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < world; ++r) {
+    if (!lines.count(r)) missing.push_back(r);
+  }
+  if (twice.empty() || missing.empty()) return;
+  Vars vars{{"nranks", std::to_string(world)}, {"missing", CompactRanks(missing)}};
+  Emit(c, twice, {}, vars, "world", ev);
 }
 
 // rank_zero_alone: ranks of the default group timed out in a collective and

@@ -81,6 +81,13 @@ struct Checks {
   // counted (*inferred: from the highest rank present, none being printed).
   std::vector<int> NeverJoinedRanks(const Waiting& w, const std::set<int>& present, int* world, bool* inferred) const;
   void NeverJoined(const CompiledCorrelation& c) const;
+  // A stated world of which some ranks printed their start and stopped there
+  // (nothing after it, nothing anywhere of a later stage) while the others
+  // printed nothing: those never started or never reached the rendezvous.
+  void NeverStarted(const CompiledCorrelation& c) const;
+  // One log prints the start of a global rank twice (rank_started and
+  // rank_started_last at two lines of one file): two processes claim it.
+  void StartedTwice(const CompiledCorrelation& c) const;
   // Ranks timed out and rank 0 did not: absent (no world size printed) or busy
   // (its own lines show no timeout, error or end): rank 0,
   // where work only one process does runs, is the likely culprit.
