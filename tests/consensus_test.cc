@@ -514,6 +514,11 @@ TEST(Consensus, RanksThatNeverStartedAndRanksStartedTwice) {
        "RANK-STARTED-TWICE"},
       {"a restart starts the whole world again", {start(0, 2) + start(1, 2) + start(0, 2) + start(1, 2)}, "", "", ""},
       {"two attempts in two files", {start(0, 4) + start(1, 4), start(0, 4)}, "2-3", "", "CONSENSUS-NEVER-STARTED"},
+      {"two attempts in one file",
+       {start(0, 4) + start(1, 4) + "squeue: JOBID PARTITION NAME\nGPU available: True\n" + start(0, 4)},
+       "2-3",
+       "",
+       "CONSENSUS-NEVER-STARTED"},
   };
   for (const Case& c : cases) {
     TempDir dir;

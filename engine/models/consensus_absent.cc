@@ -269,8 +269,9 @@ void Checks::NeverStarted(const CompiledCorrelation& c) const {
 // ranks nobody claimed never exist and the rendezvous cannot complete. A
 // launcher and a framework that disagree on who starts the processes do this
 // (Slurm's task count against the GPUs a node, a framework that does not see
-// Slurm, two nodes with one node rank). A restart prints every rank's start
-// again, the whole world: no rank is missing there, and the check is silent.
+// Slurm, two nodes with one node rank). The two lines must lie in one run of
+// start lines; and a restart prints every rank's start again, the whole
+// world, so no rank is missing there: both stay silent.
 void Checks::StartedTwice(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
   const int first = rules.fact(Fact::kRankStarted), last = rules.fact(Fact::kRankStartedLast);
@@ -288,13 +289,26 @@ void Checks::StartedTwice(const CompiledCorrelation& c) const {
       }
     }
   }
+  // Two claimants start together: their start lines form one run of start
+  // lines. A second attempt or a restart pasted into the same log prints
+  // other lines between (a banner, the first attempt's run, a launcher's).
+  std::set<std::pair<int, int64_t>> start_lines;
+  for (const auto& [rank, at] : lines) {
+    for (const Evidence* e : at) start_lines.emplace(e->file, e->line);
+  }
+  auto one_run = [&](const Evidence& a, const Evidence& b) {
+    const int64_t lo = std::min(a.line, b.line), hi = std::max(a.line, b.line);
+    auto from = start_lines.upper_bound({a.file, lo});
+    auto to = start_lines.lower_bound({a.file, hi});
+    return std::distance(from, to) == hi - lo - 1;
+  };
   std::vector<int> twice, missing;
   std::vector<Evidence> ev;
   for (const auto& [rank, at] : lines) {
     bool found = false;
     for (size_t i = 0; i < at.size() && !found; ++i) {
       for (size_t j = i + 1; j < at.size() && !found; ++j) {
-        if (at[i]->file != at[j]->file || at[i]->line == at[j]->line) continue;
+        if (at[i]->file != at[j]->file || at[i]->line == at[j]->line || !one_run(*at[i], *at[j])) continue;
         found = true;
         twice.push_back(rank);
         for (const Evidence* e : {at[i], at[j]}) {
