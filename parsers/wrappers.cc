@@ -416,8 +416,9 @@ Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   return Strip::kNoWrapper;
 }
 
-// Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; a line
-// that starts with '(' has this wrapper or none.
+// Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; vLLM's
+// worker processes "(VllmWorker rank=2 pid=55723) ", whose rank is the
+// worker's global rank; a line that starts with '(' has this wrapper or none.
 Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
   if (t[0] != '(') return Strip::kNotThis;
@@ -431,6 +432,16 @@ Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
   if (ip != std::string_view::npos) {
     std::string_view v = inner.substr(ip + 3);
     out->host_hint = v.substr(0, v.find_first_of(", "));
+  }
+  // Only "Name rank=N pid=P": SkyPilot's "(worker1, rank=1, pid=4888, ip=…)"
+  // numbers its nodes, not the job's ranks.
+  if (size_t rank = Find(inner, " rank="); rank != std::string_view::npos && rank > 0 && inner[rank - 1] != ',') {
+    std::string_view r = inner.substr(rank + 6);
+    int64_t v;
+    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
+      out->rank_hint = static_cast<int>(v);
+      out->rank_hint_is_label = false;
+    }
   }
   s->remove_prefix(close + 2);
   return Strip::kStripped;

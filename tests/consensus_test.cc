@@ -355,6 +355,9 @@ TEST(Consensus, DiedFirstNamesOnlyWhatPrecedesTheTimeouts) {
        {"[rank2]:[E1122 10:20:00.000000000 Foo.cpp:1] [PG ID 0 PG GUID 0 Rank 2] frobnication failed"},
        ""},
       {"silent since init", {}, "2"},
+      // A Python exception is the process's own failure, not an error NCCL reported.
+      {"untimed exception", {"[rank2]: Traceback (most recent call last):", "[rank2]: KeyError: 'shard_00041'"}, "2"},
+      {"exception a wrapper names", {"Rank 2: FileNotFoundError: [Errno 2] No such file or directory: '/d/s3'"}, "2"},
       {"timed out too",
        {"[rank2]:[E1122 10:15:43.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "

@@ -181,6 +181,13 @@ INSTANTIATE_TEST_SUITE_P(
              Family::kTorch, "[Rank 3] Watchdog caught", nullptr, -1, -2, 3, -2, "10.175.94.190"},
         Case{"ray_nested", std::string("(pid=123) (Worker pid=456) ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17"},
+        // vLLM's worker processes name their global rank.
+        Case{"vllm_worker", std::string("(VllmWorker rank=2 pid=55723) ") + kInfo, Family::kNccl, "Using network IB",
+             "gpu-a17", -1, -2, 2},
+        Case{"vllm_worker_no_number", std::string("(VllmWorker rank=2x pid=55723) ") + kInfo, Family::kNccl,
+             "Using network IB", "gpu-a17", -1, -2, -1},
+        Case{"skypilot_node_rank", std::string("(worker1, rank=1, pid=4888, ip=10.60.0.4) ") + kInfo, Family::kNccl,
+             "Using network IB", "gpu-a17", -1, -2, -1, -2, "10.60.0.4"},
         // Ray's log deduplication ends a line many workers printed with its count.
         Case{"ray_dedup_suffix",
              std::string("(RayTrainWorker pid=954, ip=10.67.1.2) ") + kInfo + " [repeated 15x across cluster]",

@@ -39,8 +39,8 @@ std::vector<int> RankList(const std::string& s) {
 // reported, "… inside NCCL" included. (OOM, wherever reported, is also `oom`.)
 bool IsNcclSide(const FactValue& v) {
   if (v.value.find("inside NCCL") != std::string::npos) return true;
-  static const char* kProcess[] = {"PyTorch error", "CUDA out of memory", "CUDA error: ", "device-side assert",
-                                   "assertion failed in "};
+  static const char* kProcess[] = {"PyTorch error",      "CUDA out of memory",   "CUDA error: ",
+                                   "device-side assert", "assertion failed in ", "Python exception "};
   for (const char* p : kProcess) {
     if (StartsWith(v.value, p)) return false;
   }
