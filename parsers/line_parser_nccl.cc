@@ -38,11 +38,14 @@ bool ParseHostPidTid(std::string_view tok, ParsedLine* line) {
   size_t c2 = tok.rfind(':');
   if (c2 == std::string_view::npos || c2 == 0) return false;
   size_t c1 = tok.rfind(':', c2 - 1);
-  if (c1 == std::string_view::npos || c1 == 0) return false;
+  if (c1 == std::string_view::npos) return false;
+  // ":pid:tid" without a host (a container whose hostname NCCL read empty):
+  // a collector's host prefix ("worker-9 >> ") names it, or the header is none.
+  if (c1 == 0 && line->host_hint.empty()) return false;
   std::string_view pid = tok.substr(c1 + 1, c2 - c1 - 1), tid = tok.substr(c2 + 1);
   int64_t p, t;
   if (!ConsumeInt(&pid, &p) || !pid.empty() || !ConsumeInt(&tid, &t) || !tid.empty()) return false;
-  std::string_view host = tok.substr(0, c1);
+  std::string_view host = c1 == 0 ? line->host_hint : tok.substr(0, c1);
   // A grep prefix glued in front ("rank3.log:12:host") leaves colons: keep the last part.
   size_t c0 = host.rfind(':');
   if (c0 != std::string_view::npos) host = host.substr(c0 + 1);

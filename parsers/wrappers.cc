@@ -128,6 +128,12 @@ namespace {
 // Does `s` start like an inner header we know (so a preceding "x: " is a wrapper)?
 bool StartsLikeHeader(std::string_view s) {
   if (StartsWith(s, "[rank") || StartsWith(s, "NCCL ") || StartsWith(s, "[default")) return true;
+  // NCCL's own time stamp before its header ("[2025-08-12 01:37:03] host:pid:tid"; 2.23+,
+  // NCCL_DEBUG_TIMESTAMP_FORMAT).
+  if (s.size() > 1 && s[0] == '[' && IsDigit(s[1])) {
+    const size_t close = s.substr(0, 48).find("] ");
+    return close != std::string_view::npos && StartsLikeHeader(s.substr(close + 2));
+  }
   if (s.size() > 2 && s[0] == '[' && std::strchr("FEWIV", s[1]) && (s[2] == ' ' || IsDigit(s[2]))) return true;
   // host:pid:tid
   size_t sp = s.find(' ');
@@ -539,16 +545,23 @@ Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
-// pdsh "host: " in front of a known header.
+// pdsh "host: " in front of a known header, and a log collector's "host >> "
+// (the latter also before a header whose own host field is empty, ":pid:tid").
 Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
-  size_t colon = t.substr(0, 66).find(": ");
+  const std::string_view head = t.substr(0, 67);
+  size_t sep_len = 2;
+  size_t colon = head.find(": ");
+  if (const size_t arrows = head.find(" >> "); arrows != std::string_view::npos && arrows < colon) {
+    colon = arrows;
+    sep_len = 4;
+  }
   if (colon == std::string_view::npos || !LooksLikeHostToken(t.substr(0, colon))) return Strip::kNotThis;
   std::string_view tok = t.substr(0, colon);
   bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
-  if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + 2)))) return Strip::kNotThis;
+  if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + sep_len)))) return Strip::kNotThis;
   out->host_hint = tok;
-  s->remove_prefix(colon + 2);
+  s->remove_prefix(colon + sep_len);
   return Strip::kStripped;
 }
 

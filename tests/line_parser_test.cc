@@ -173,6 +173,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"torchrun_rank",
              "[default3]:[rank11]:[E1122 10:15:32.123456 ProcessGroupNCCL.cpp:616] [Rank 11] Watchdog caught",
              Family::kTorch, "[Rank 11] Watchdog caught", nullptr, -1, -2, 11, 3},
+        // A log collector's "host >> " before a header whose host field is empty names the host.
+        Case{"collector_arrows", "worker-9 >> :168:1228 [2] NCCL INFO Connected all trees", Family::kNccl,
+             "Connected all trees", "worker-9", 168, 2, -2, -2, "worker-9"},
+        Case{"collector_arrows_nccl_stamp",
+             "worker-9 >> [2025-08-12 01:37:03] :166:1226 [0] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong "
+             "magic",
+             Family::kNccl, "socketFinalizeAccept: wrong magic", "worker-9", 166, 0},
+        Case{"arrows_in_text_kept", "gpu-7 >> step 10 loss 2.3", Family::kOther, "gpu-7 >> step 10 loss 2.3"},
         Case{"pdsh", std::string("gpu-b03: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2,
              "gpu-b03"},
         Case{"ray",
