@@ -549,14 +549,12 @@ Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
 // (the latter also before a header whose own host field is empty, ":pid:tid").
 Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
-  const std::string_view head = t.substr(0, 67);
-  size_t sep_len = 2;
-  size_t colon = head.find(": ");
-  if (const size_t arrows = head.find(" >> "); arrows != std::string_view::npos && arrows < colon) {
-    colon = arrows;
-    sep_len = 4;
-  }
-  if (colon == std::string_view::npos || !LooksLikeHostToken(t.substr(0, colon))) return Strip::kNotThis;
+  // The host token is host characters up to the separator: scanned, not searched for.
+  size_t colon = 0;
+  while (colon < t.size() && colon <= 64 && IsHostChar(t[colon])) ++colon;
+  const std::string_view after = t.substr(colon);
+  const size_t sep_len = StartsWith(after, ": ") ? 2 : StartsWith(after, " >> ") ? 4 : 0;
+  if (sep_len == 0 || !LooksLikeHostToken(t.substr(0, colon))) return Strip::kNotThis;
   std::string_view tok = t.substr(0, colon);
   bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
   if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + sep_len)))) return Strip::kNotThis;

@@ -407,6 +407,7 @@ int64_t JobState::StatedNodes() const {
 }
 
 std::vector<int> JobState::LiveSubjects() const {
+  if (finalized_) return live_after_finalize_;
   std::vector<int> out;
   for (size_t i = 0; i < subjects_.all.size(); ++i) {
     if (!subjects_.all[i].merged_away) out.push_back(static_cast<int>(i));

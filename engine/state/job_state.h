@@ -213,6 +213,11 @@ class JobState {
   LineFindingTable findings_;
   HeldDumps dumps_;
   Counters counters_;
+  // LiveSubjects() as Finalize left it: the diagnosis asks for it dozens of
+  // times, and sorting thousands of subjects each time showed in profiles.
+  // Empty and unused before Finalize (the state may still change).
+  std::vector<int> live_after_finalize_;
+  bool finalized_ = false;
   // Line context of the scan (not encoded: a scan carries none from one file
   // into the next).
   std::vector<int> previous_subject_;  // per file: last capture subject

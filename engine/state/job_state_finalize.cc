@@ -13,6 +13,7 @@
 namespace ncclscan {
 
 void JobState::Finalize() {
+  finalized_ = false;
   ResolvePointerComms();
   ResolveHosts();
   JoinKernelSubjects();
@@ -21,6 +22,8 @@ void JobState::Finalize() {
   MergeOneProcessStreams();
   JoinUnnamedComms();
   Relabel(duplicate);
+  live_after_finalize_ = LiveSubjects();
+  finalized_ = true;
 }
 
 void JobState::ResolveHosts() {

@@ -20,6 +20,7 @@ void JobState::Encode(WireWriter* w) const {
 }
 
 bool JobState::Decode(WireReader* r) {
+  finalized_ = false;
   Limits l;
   l.facts = rules_->facts().size();
   l.rules = rules_->rules().size();
@@ -36,6 +37,7 @@ bool JobState::Decode(WireReader* r) {
 }
 
 void JobState::Absorb(JobState&& later) {
+  finalized_ = false;
   // Each part fills its share of the remap (files and origins, then
   // subjects) before the parts that point into them are merged.
   Remap r;
