@@ -13,11 +13,10 @@ namespace ncclscan {
 
 using wrappers_internal::LooksLikeHostToken;
 using wrappers_internal::Strip;
+using wrappers_internal::StripRayPrefix;
 using wrappers_internal::StripSyslogOrCtime;
 
 namespace {
-
-size_t Find(std::string_view s, std::string_view needle, size_t from = 0) { return FindLiteral(s, needle, from); }
 
 // ANSI SGR sequences, with or without the ESC byte ("\x1b[36m" or a stray "[0m").
 size_t AnsiLenAt(std::string_view s, size_t i) {
@@ -422,37 +421,6 @@ Strip StripBracketed(std::string_view* s, ParsedLine* out) {
   return Strip::kNoWrapper;
 }
 
-// Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; vLLM's
-// worker processes "(VllmWorker rank=2 pid=55723) ", whose rank is the
-// worker's global rank; a line that starts with '(' has this wrapper or none.
-Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
-  std::string_view t = *s;
-  if (t[0] != '(') return Strip::kNotThis;
-  size_t close = t.find(')');
-  if (!(close != std::string_view::npos && close < 160 && close + 1 < t.size() && t[close + 1] == ' '))
-    return Strip::kNoWrapper;
-  std::string_view inner = t.substr(1, close - 1);
-  size_t pid = Find(inner, "pid=");
-  if (!(pid != std::string_view::npos && (pid == 0 || inner[pid - 1] == ' '))) return Strip::kNoWrapper;
-  size_t ip = Find(inner, "ip=");
-  if (ip != std::string_view::npos) {
-    std::string_view v = inner.substr(ip + 3);
-    out->host_hint = v.substr(0, v.find_first_of(", "));
-  }
-  // Only "Name rank=N pid=P": SkyPilot's "(worker1, rank=1, pid=4888, ip=…)"
-  // numbers its nodes, not the job's ranks.
-  if (size_t rank = Find(inner, " rank="); rank != std::string_view::npos && rank > 0 && inner[rank - 1] != ',') {
-    std::string_view r = inner.substr(rank + 6);
-    int64_t v;
-    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
-      out->rank_hint = static_cast<int>(v);
-      out->rank_hint_is_label = false;
-    }
-  }
-  s->remove_prefix(close + 2);
-  return Strip::kStripped;
-}
-
 }  // namespace
 
 // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
@@ -545,8 +513,20 @@ Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
-// pdsh "host: " in front of a known header, and a log collector's "host >> "
-// (the latter also before a header whose own host field is empty, ":pid:tid").
+// "10.1.2.3": four dot-separated numbers below 256.
+bool IsIpv4(std::string_view t) {
+  for (int part = 0; part < 4; ++part) {
+    if (part > 0 && !ConsumePrefix(&t, ".")) return false;
+    int64_t v;
+    if (ConsumeIntBelow(&t, 256, &v) != IntParse::kOk) return false;
+  }
+  return t.empty();
+}
+
+// pdsh "host: " in front of a known header (DeepSpeed's multi-node launcher
+// prefixes each worker's lines with its address, "10.1.2.3: "), and a log
+// collector's "host >> " (also before a header whose own host field is empty,
+// ":pid:tid").
 Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
   std::string_view t = *s;
   // The host token is host characters up to the separator: scanned, not searched for.
@@ -554,7 +534,7 @@ Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
   while (colon < t.size() && colon <= 64 && IsHostChar(t[colon])) ++colon;
   const std::string_view after = t.substr(colon);
   const size_t sep_len = StartsWith(after, ": ") ? 2 : StartsWith(after, " >> ") ? 4 : 0;
-  if (sep_len == 0 || !LooksLikeHostToken(t.substr(0, colon))) return Strip::kNotThis;
+  if (sep_len == 0 || !(LooksLikeHostToken(t.substr(0, colon)) || IsIpv4(t.substr(0, colon)))) return Strip::kNotThis;
   std::string_view tok = t.substr(0, colon);
   bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
   if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + sep_len)))) return Strip::kNotThis;

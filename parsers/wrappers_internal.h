@@ -36,6 +36,8 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out);
 Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out);
 bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out);
 Strip StripDeterminedId(std::string_view* s, ParsedLine* out);
+// Ray's "(RayWorkerWrapper pid=270291, ip=10.1.2.3) ", vLLM's "(VllmWorker rank=2 pid=55723) ".
+Strip StripRayPrefix(std::string_view* s, ParsedLine* out);
 
 }  // namespace ncclscan::wrappers_internal
 

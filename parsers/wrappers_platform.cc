@@ -1,7 +1,8 @@
 // Wrappers of log platforms and exporters (docs/formats.md): ISO time stamps
 // (shippers, kubectl --timestamps, CRI), an export's severity column before
-// its time (Google Cloud Logging), a bracketed ISO time (Buildkite), and
-// Determined's allocation id with the worker's rank.
+// its time (Google Cloud Logging), a bracketed ISO time (Buildkite),
+// Determined's allocation id with the worker's rank, and the actor prefixes of
+// Ray and vLLM's worker processes.
 #include "parsers/text_util.h"
 #include "parsers/wrappers_internal.h"
 
@@ -82,6 +83,38 @@ Strip StripDeterminedId(std::string_view* s, ParsedLine* out) {
     out->rank_hint_is_label = false;
   }
   *s = r == "||" ? r.substr(2) : r;
+  return Strip::kStripped;
+}
+
+// Ray "(RayWorkerWrapper pid=270291, ip=10.1.2.3) " and "(pid=123) "; vLLM's
+// worker processes "(VllmWorker rank=2 pid=55723) ", whose rank is the
+// worker's global rank; a line that starts with '(' has this wrapper or none.
+Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  if (t[0] != '(') return Strip::kNotThis;
+  size_t close = t.find(')');
+  if (!(close != std::string_view::npos && close < 160 && close + 1 < t.size() && t[close + 1] == ' '))
+    return Strip::kNoWrapper;
+  std::string_view inner = t.substr(1, close - 1);
+  size_t pid = FindLiteral(inner, "pid=");
+  if (!(pid != std::string_view::npos && (pid == 0 || inner[pid - 1] == ' '))) return Strip::kNoWrapper;
+  size_t ip = FindLiteral(inner, "ip=");
+  if (ip != std::string_view::npos) {
+    std::string_view v = inner.substr(ip + 3);
+    out->host_hint = v.substr(0, v.find_first_of(", "));
+  }
+  // Only "Name rank=N pid=P": SkyPilot's "(worker1, rank=1, pid=4888, ip=…)"
+  // numbers its nodes, not the job's ranks.
+  if (size_t rank = FindLiteral(inner, " rank=");
+      rank != std::string_view::npos && rank > 0 && inner[rank - 1] != ',') {
+    std::string_view r = inner.substr(rank + 6);
+    int64_t v;
+    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
+      out->rank_hint = static_cast<int>(v);
+      out->rank_hint_is_label = false;
+    }
+  }
+  s->remove_prefix(close + 2);
   return Strip::kStripped;
 }
 

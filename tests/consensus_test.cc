@@ -539,6 +539,29 @@ TEST(Consensus, RanksThatNeverStartedAndRanksStartedTwice) {
   }
 }
 
+// Ranks that timed out in different collectives of one group did not all wait
+// for a rank missing from the excerpt (no world size is printed): the one
+// behind is the suspect (WATCHDOG-SEQ-SPLIT), not the absent rank 3.
+TEST(Consensus, RanksWaitingInDifferentCollectivesNameNobodyByElimination) {
+  auto timeout = [](int rank, int seq) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:563] [Rank {0}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum={1}, OpType=ALLREDUCE, NumelIn=2560, NumelOut=2560, Timeout(ms)=600000) ran for 600049 "
+        "milliseconds before timing out.\n",
+        rank, seq);
+  };
+  TempDir dir;
+  std::vector<std::string> paths = {
+      dir.Write("job.log", timeout(0, 959) + timeout(1, 963) + timeout(2, 963) + timeout(4, 963))};
+  Diagnosis d = Diagnose(*Analyze(Rules(), paths, ScanOptions()).state);
+  EXPECT_EQ(FindingByRule(d, "CONSENSUS-NEVER-JOINED"), nullptr);
+  const Finding* split = FindingByRule(d, "WATCHDOG-SEQ-SPLIT");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(CompactRanks(split->ranks), "0");
+  ASSERT_GE(d.primary, 0);
+  EXPECT_EQ(d.findings[d.primary].rule_id, "WATCHDOG-SEQ-SPLIT");
+}
+
 // A watchdog line cut inside "NumelIn=1, N" does not show its size: unknown
 // there, not different. Sizes shown on every rank are still compared.
 TEST(Consensus, ASizeALineDoesNotShowIsNotADifference) {

@@ -180,6 +180,16 @@ INSTANTIATE_TEST_SUITE_P(
              "worker-9 >> [2025-08-12 01:37:03] :166:1226 [0] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong "
              "magic",
              Family::kNccl, "socketFinalizeAccept: wrong magic", "worker-9", 166, 0},
+        // DeepSpeed's pdsh launcher prefixes a worker's lines with its address.
+        Case{"pdsh_address",
+             "192.168.13.81: [rank19]:[E808 10:31:07.406255799 ProcessGroupNCCL.cpp:1895] [PG ID 1 PG "
+             "GUID 1 Rank 19] Process group watchdog thread terminated with exception: CUDA error: unspecified launch "
+             "failure",
+             Family::kTorch,
+             "[PG ID 1 PG GUID 1 Rank 19] Process group watchdog thread terminated with exception: CUDA error: "
+             "unspecified launch failure",
+             nullptr, -1, -2, 19, -2, "192.168.13.81"},
+        Case{"pdsh_not_an_address", "192.168.13: [rank19]: hello", Family::kOther, "192.168.13: [rank19]: hello"},
         Case{"arrows_in_text_kept", "gpu-7 >> step 10 loss 2.3", Family::kOther, "gpu-7 >> step 10 loss 2.3"},
         Case{"pdsh", std::string("gpu-b03: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2,
              "gpu-b03"},

@@ -59,6 +59,8 @@ struct Checks {
     // Every rank waits in a collective, each in SeqNum 1: the process group's
     // first, where PyTorch also brings its NCCL communicator up.
     bool in_first_collective = false;
+    // Ranks of one process group timed out in different collectives (SeqNums).
+    bool split = false;
     // Processes that name no rank (interleaved tracebacks, a store timeout
     // without a "[rankN]:" prefix) waiting in the store for rank 0's key.
     int unranked = 0;
