@@ -217,26 +217,16 @@ void Checks::NeverStarted(const CompiledCorrelation& c) const {
   const int world = WorldSize();
   if (started_fact < 0 || world <= 0) return;
   // An error line, whoever printed it, is the better lead.
-  for (const auto& kv : state.line_findings()) {
-    const int r = kv.second.rule;
-    if (r >= 0 && rules.rules()[r].spec.finding.severity >= Severity::kError) return;
-  }
-  std::vector<int> ends;
-  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kStallMissing, Fact::kStoreWait, Fact::kNccltestsResult,
-                 Fact::kWatchdogFired}) {
-    if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
-  }
+  if (AnyErrorLine(state)) return;
+  const std::vector<int> ends = ProgressFacts(rules);
   const StoryFacts facts = ResolveStoryFacts(rules);
   std::set<int> started = PresentRanks();
   std::map<int, int64_t> last_start;  // file -> line of its last start line
   std::vector<Evidence> ev;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    for (int f : ends) {
-      if (sub.Has(f)) return;
-    }
     const StoryPoint p = StoryOf(state, facts, s);
-    if (p.abnormal || p.stage > Stage::kBootstrap) return;
+    if (HasAnyFact(sub, ends) || p.abnormal || p.stage > Stage::kBootstrap) return;
     // Each rank's first and last start line (a rank started twice in one
     // file prints a later one).
     for (int f : {started_fact, last_fact}) {

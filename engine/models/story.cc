@@ -211,6 +211,25 @@ StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s) {
   return p;
 }
 
+std::vector<int> ProgressFacts(const RuleSet& rules) {
+  std::vector<int> out;
+  // nccl-tests' rank banner is printed before init: with no result after it, the
+  // test shows no progress either (two separate jobs that each printed a banner).
+  // A stall report (Horovod's stall inspector) shows where the run stood, as a timeout does.
+  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kStallMissing, Fact::kStoreWait, Fact::kNccltestsResult}) {
+    if (rules.fact(f) >= 0) out.push_back(rules.fact(f));
+  }
+  return out;
+}
+
+bool AnyErrorLine(const JobState& state) {
+  for (const auto& kv : state.line_findings()) {
+    const int r = kv.second.rule;
+    if (r >= 0 && state.rules().rules()[r].spec.finding.severity >= Severity::kError) return true;
+  }
+  return false;
+}
+
 // stopped: every process's story ends inside NCCL init, with no error of its
 // own, no Init COMPLETE and no collective anywhere: the run did not finish,
 // and the stage they stopped at is where a hang would be. A process that
@@ -341,31 +360,20 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
   const RuleSet& rules = state.rules();
   const StoryFacts facts = ResolveStoryFacts(rules);
-  std::vector<int> ends;
-  // nccl-tests' rank banner is printed before init: with no result after it, the
-  // test shows no progress either (two separate jobs that each printed a banner).
-  // A stall report (Horovod's stall inspector) shows where the run stood, as a timeout does.
-  for (Fact f : {Fact::kCleanEnd, Fact::kTimeoutSeq, Fact::kStallMissing, Fact::kStoreWait, Fact::kNccltestsResult}) {
-    if (rules.fact(f) >= 0) ends.push_back(rules.fact(f));
-  }
+  const std::vector<int> ends = ProgressFacts(rules);
   // An error line shows how the run ended, whoever printed it ("Test NCCL failure").
+  if (AnyErrorLine(state)) return;
   Severity worst_line = Severity::kInfo;
   for (const auto& kv : state.line_findings()) {
-    const int r = kv.second.rule;
-    if (r < 0) continue;
-    if (rules.rules()[r].spec.finding.severity >= Severity::kError) return;
-    worst_line = std::max(worst_line, rules.rules()[r].spec.finding.severity);
+    if (kv.second.rule >= 0) worst_line = std::max(worst_line, rules.rules()[kv.second.rule].spec.finding.severity);
   }
   const int last_line = rules.fact(Fact::kLastLine);
   int processes = 0;
   std::vector<Evidence> ev;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
-    for (int f : ends) {
-      if (sub.Has(f)) return;
-    }
     const StoryPoint p = StoryOf(state, facts, s);
-    if (p.abnormal || p.stage != Stage::kNone) return;
+    if (HasAnyFact(sub, ends) || p.abnormal || p.stage != Stage::kNone) return;
     processes += sub.rank >= 0 || sub.pid >= 0;
     // What each rank printed last, where the scan knows it.
     const FactValue* last = last_line >= 0 ? sub.Get(last_line) : nullptr;

@@ -56,6 +56,21 @@ StoryFacts ResolveStoryFacts(const RuleSet& rules);
 // The story of live subject `s`.
 StoryPoint StoryOf(const JobState& state, const StoryFacts& facts, int s);
 
+// The facts that show where a run stood or how it ended, beyond its stages: a
+// clean end, a timeout, a stall report, a store wait, nccl-tests' results. A
+// process holding one shows progress or its end.
+std::vector<int> ProgressFacts(const RuleSet& rules);
+// `sub` holds one of `facts`.
+inline bool HasAnyFact(const Subject& sub, const std::vector<int>& facts) {
+  for (int f : facts) {
+    if (sub.Has(f)) return true;
+  }
+  return false;
+}
+// Some line finding is of severity error or above (whoever printed it: it
+// shows how the run ended).
+bool AnyErrorLine(const JobState& state);
+
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_ENGINE_MODELS_STORY_H_
