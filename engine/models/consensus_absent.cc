@@ -140,6 +140,10 @@ std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>&
     if (!present.count(r)) missing.push_back(r);
   }
   if (!*inferred) return missing;
+  // Ranks that timed out in different collectives of one group did not all
+  // wait for the absent, and with no world size stated the absent rank may
+  // only be cut from the excerpt: the rank behind is WATCHDOG-SEQ-SPLIT's.
+  if (w.split) return {};
   // The first collective of a process group also brings its NCCL communicator
   // up (PyTorch creates it lazily there): every reporter timing out in it
   // cannot tell a rank that never came from a communicator that never came up
@@ -166,10 +170,6 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
   bool inferred;
   const std::vector<int> missing = NeverJoinedRanks(w, present, &world, &inferred);
   if (missing.empty()) return;
-  // Ranks that timed out in different collectives of one group did not all
-  // wait for the absent, and with no world size stated the absent rank may
-  // only be cut from the excerpt: the rank behind is WATCHDOG-SEQ-SPLIT's.
-  if (w.split && inferred) return;
   const std::string source =
       inferred ? fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
                              *present.rbegin())
@@ -363,10 +363,14 @@ void Checks::RankZeroAlone(const CompiledCorrelation& c) const {
   } else {
     // Where elimination names rank 0 (with the others missing from a stated
     // world, or alone below many reporters), never_joined speaks: a stronger
-    // reason than rank 0's role.
+    // reason than rank 0's role. It counts the waits every rank must join,
+    // not those for rank 0's key (its ncclUniqueId): with only those, this
+    // check speaks.
+    const Waiting every = CollectWaiting(StoreWaits::kForEveryRank);
     int world;
     bool inferred;
-    if (!NeverJoinedRanks(w, present, &world, &inferred).empty()) return;
+    if (!every.own_failure && !every.ranks.empty() && !NeverJoinedRanks(every, present, &world, &inferred).empty())
+      return;
     what = "left no trace in any input (no line of its own)";
   }
   // Waiters that print no rank are named by what they are.
