@@ -33,6 +33,32 @@ Strip StripIsoTimestamp(std::string_view* s, ParsedLine* out) {
 // A log export's severity column before its ISO timestamp: Google Cloud Logging
 // "ERROR 2025-04-05T00:01:19.509514570Z ", shippers' "INFO 2025-04-05 00:01:19 ".
 // The severity is the exporter's, not the line's: it is dropped with the time.
+// vLLM's logger header after its level: "08-10 23:02:36 [multiproc_executor.py:898] "
+// (month-day, no year; the source file and line).
+bool StripVllmLoggerHeader(std::string_view* s, ParsedLine* out) {
+  std::string_view t = *s;
+  int64_t month, day, hh, mm, ss;
+  if (!(ConsumeIntBelow(&t, 13, &month) == IntParse::kOk && ConsumePrefix(&t, "-") &&
+        ConsumeIntBelow(&t, 32, &day) == IntParse::kOk && ConsumePrefix(&t, " ") &&
+        ConsumeIntBelow(&t, 24, &hh) == IntParse::kOk && ConsumePrefix(&t, ":") &&
+        ConsumeIntBelow(&t, 60, &mm) == IntParse::kOk && ConsumePrefix(&t, ":") &&
+        ConsumeIntBelow(&t, 61, &ss) == IntParse::kOk && ConsumePrefix(&t, " [")))
+    return false;
+  const size_t close = t.substr(0, 80).find("] ");
+  if (close == std::string_view::npos) return false;
+  const size_t colon = t.substr(0, close).rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == close) return false;
+  for (size_t i = colon + 1; i < close; ++i) {
+    if (!IsDigit(t[i])) return false;
+  }
+  const double ts = SecondsOfYear(static_cast<int>(month), static_cast<int>(day), static_cast<int>(hh),
+                                  static_cast<int>(mm), static_cast<double>(ss));
+  if (ts < 0) return false;
+  out->KeepTime(ts, 0);
+  *s = t.substr(close + 2);
+  return true;
+}
+
 Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out) {
   static constexpr std::string_view kSeverities[] = {"DEFAULT ", "DEBUG ", "INFO ",  "NOTICE ",   "WARNING ",
                                                      "WARN ",    "ERROR ", "ALERT ", "CRITICAL ", "EMERGENCY "};
@@ -40,6 +66,10 @@ Strip StripSeverityTimestamp(std::string_view* s, ParsedLine* out) {
   for (std::string_view sev : kSeverities) {
     if (!StartsWith(*s, sev)) continue;
     std::string_view t = s->substr(sev.size());
+    if (StripVllmLoggerHeader(&t, out)) {
+      *s = t;
+      return Strip::kStripped;
+    }
     if (StripIsoTimestamp(&t, out) != Strip::kStripped) return Strip::kNotThis;
     *s = t;
     return Strip::kStripped;
@@ -102,6 +132,17 @@ Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
   if (ip != std::string_view::npos) {
     std::string_view v = inner.substr(ip + 3);
     out->host_hint = v.substr(0, v.find_first_of(", "));
+  }
+  // vLLM 0.11+ names a worker by its parallel indexes: "(Worker_TP11 pid=113)" with
+  // tensor parallelism alone is the engine's global rank 11 (a name with PP or DP in
+  // it is not one rank number).
+  if (StartsWith(inner, "Worker_TP")) {
+    std::string_view r = inner.substr(9);
+    int64_t v;
+    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
+      out->rank_hint = static_cast<int>(v);
+      out->rank_hint_is_label = false;
+    }
   }
   // Only "Name rank=N pid=P": SkyPilot's "(worker1, rank=1, pid=4888, ip=…)"
   // numbers its nodes, not the job's ranks.

@@ -45,7 +45,8 @@ def renamer(hosts):
     host_map = {x: "zz" + h(x) for x in hosts if len(x) >= 2}
     ipv4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
     hexp = re.compile(r"\b0x([0-9a-f]{6,})\b")
-    hpid = re.compile(r"\b([\w.-]+):(\d+):(\d+) \[")
+    # NCCL's host:pid:tid, whose host has a letter: not a time of day ("… 10:31:02 [core.py:708]").
+    hpid = re.compile(r"\b((?=[\w.-]*[A-Za-z_])[\w.-]+):(\d+):(\d+) \[")
 
     def fix(text):
         for old in sorted(host_map, key=len, reverse=True):

@@ -202,6 +202,15 @@ INSTANTIATE_TEST_SUITE_P(
         // vLLM's worker processes name their global rank.
         Case{"vllm_worker", std::string("(VllmWorker rank=2 pid=55723) ") + kInfo, Family::kNccl, "Using network IB",
              "gpu-a17", -1, -2, 2},
+        // vLLM 0.11+'s "(Worker_TP11 pid=113)" (tensor parallelism alone: the rank) and its logger's
+        // "ERROR 08-10 23:02:36 [file.py:898] " header (time kept, no year).
+        Case{"vllm_worker_tp_logger",
+             "(Worker_TP11 pid=113) ERROR 08-10 23:02:36 [multiproc_executor.py:898] zmq.error.ZMQError: Address "
+             "already in use",
+             Family::kOther, "zmq.error.ZMQError: Address already in use", nullptr, -1, -2, 11, -2, nullptr, nullptr,
+             -2, true},
+        Case{"vllm_worker_pp_tp_not_a_rank", "(Worker_PP1_TP3 pid=113) INFO 08-10 23:02:36 [core.py:1] ready",
+             Family::kOther, "ready", nullptr, -1, -2, -1, -2, nullptr, nullptr, -2, true},
         Case{"vllm_worker_no_number", std::string("(VllmWorker rank=2x pid=55723) ") + kInfo, Family::kNccl,
              "Using network IB", "gpu-a17", -1, -2, -1},
         Case{"skypilot_node_rank", std::string("(worker1, rank=1, pid=4888, ip=10.60.0.4) ") + kInfo, Family::kNccl,
