@@ -105,6 +105,22 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
+bool LooksLikeIpv4(std::string_view s) {
+  int parts = 0, digits = 0, value = 0;
+  for (char c : s) {
+    if (IsDigit(c)) {
+      value = value * 10 + (c - '0');
+      if (++digits > 3 || value > 255) return false;
+    } else if (c == '.' && digits > 0) {
+      ++parts;
+      digits = value = 0;
+    } else {
+      return false;
+    }
+  }
+  return digits > 0 && parts == 3;
+}
+
 bool ParseNumber(std::string_view s, bool hex, long double* out) {
   s = TrimSpace(s);
   bool neg = false;

@@ -87,6 +87,8 @@ std::string_view TrimSpace(std::string_view s);
 // Parses a whole string as a signed decimal, or hex with 0x prefix (or when
 // hex is true). Returns false on junk.
 bool ParseNumber(std::string_view s, bool hex, long double* out);
+// "10.0.0.1": four dot-separated numbers below 256, of at most three digits each.
+bool LooksLikeIpv4(std::string_view s);
 // Orders two values as numbers (ParseNumber); a number sorts above junk, junk
 // compares as text. Returns <0, 0 or >0.
 int CompareNumeric(std::string_view a, std::string_view b, bool hex);

@@ -513,16 +513,6 @@ Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
   return Strip::kStripped;
 }
 
-// "10.1.2.3": four dot-separated numbers below 256.
-bool IsIpv4(std::string_view t) {
-  for (int part = 0; part < 4; ++part) {
-    if (part > 0 && !ConsumePrefix(&t, ".")) return false;
-    int64_t v;
-    if (ConsumeIntBelow(&t, 256, &v) != IntParse::kOk) return false;
-  }
-  return t.empty();
-}
-
 // pdsh "host: " in front of a known header (DeepSpeed's multi-node launcher
 // prefixes each worker's lines with its address, "10.1.2.3: "), and a log
 // collector's "host >> " (also before a header whose own host field is empty,
@@ -534,7 +524,8 @@ Strip StripPdshHost(std::string_view* s, ParsedLine* out) {
   while (colon < t.size() && colon <= 64 && IsHostChar(t[colon])) ++colon;
   const std::string_view after = t.substr(colon);
   const size_t sep_len = StartsWith(after, ": ") ? 2 : StartsWith(after, " >> ") ? 4 : 0;
-  if (sep_len == 0 || !(LooksLikeHostToken(t.substr(0, colon)) || IsIpv4(t.substr(0, colon)))) return Strip::kNotThis;
+  if (sep_len == 0 || !(LooksLikeHostToken(t.substr(0, colon)) || LooksLikeIpv4(t.substr(0, colon))))
+    return Strip::kNotThis;
   std::string_view tok = t.substr(0, colon);
   bool has_digit_or_dash = tok.find_first_of("0123456789-") != std::string_view::npos;
   if (!(has_digit_or_dash && StartsLikeHeader(t.substr(colon + sep_len)))) return Strip::kNotThis;

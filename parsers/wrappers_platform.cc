@@ -133,28 +133,22 @@ Strip StripRayPrefix(std::string_view* s, ParsedLine* out) {
     std::string_view v = inner.substr(ip + 3);
     out->host_hint = v.substr(0, v.find_first_of(", "));
   }
+  // The worker's global rank where a number right before " pid=" is one.
+  auto rank_before_pid = [out](std::string_view r) {
+    int64_t v;
+    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
+      out->rank_hint = static_cast<int>(v);
+      out->rank_hint_is_label = false;
+    }
+  };
   // vLLM 0.11+ names a worker by its parallel indexes: "(Worker_TP11 pid=113)" with
   // tensor parallelism alone is the engine's global rank 11 (a name with PP or DP in
   // it is not one rank number).
-  if (StartsWith(inner, "Worker_TP")) {
-    std::string_view r = inner.substr(9);
-    int64_t v;
-    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
-      out->rank_hint = static_cast<int>(v);
-      out->rank_hint_is_label = false;
-    }
-  }
+  if (StartsWith(inner, "Worker_TP")) rank_before_pid(inner.substr(9));
   // Only "Name rank=N pid=P": SkyPilot's "(worker1, rank=1, pid=4888, ip=…)"
   // numbers its nodes, not the job's ranks.
-  if (size_t rank = FindLiteral(inner, " rank=");
-      rank != std::string_view::npos && rank > 0 && inner[rank - 1] != ',') {
-    std::string_view r = inner.substr(rank + 6);
-    int64_t v;
-    if (ConsumeIntBelow(&r, kMaxRanks, &v) == IntParse::kOk && StartsWith(r, " pid=")) {
-      out->rank_hint = static_cast<int>(v);
-      out->rank_hint_is_label = false;
-    }
-  }
+  if (size_t rank = FindLiteral(inner, " rank="); rank != std::string_view::npos && rank > 0 && inner[rank - 1] != ',')
+    rank_before_pid(inner.substr(rank + 6));
   s->remove_prefix(close + 2);
   return Strip::kStripped;
 }

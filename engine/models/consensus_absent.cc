@@ -202,6 +202,29 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
   Emit(c, missing, w.ranks, vars, "world", ev);
 }
 
+namespace {
+
+// Calls visit(rank, evidence, first) for every start line the live subjects
+// keep (fact rank_started: first is true; rank_started_last), subject by
+// subject in key order; rank is -1 where the key is no rank below `world`.
+template <typename Visit>
+void ForEachStartLine(const JobState& state, int world, Visit visit) {
+  const int first = state.rules().fact(Fact::kRankStarted), last = state.rules().fact(Fact::kRankStartedLast);
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    for (int f : {first, last}) {
+      if (f < 0 || f >= static_cast<int>(sub.keyed.size())) continue;
+      for (const auto& kv : sub.keyed[f]) {
+        long double r;
+        const bool in_world = ParseNumber(kv.first, false, &r) && r >= 0 && r < world;
+        visit(in_world ? static_cast<int>(r) : -1, kv.second.evidence, f == first);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 // never_started: the world size is stated, ranks printed their start
 // (rank_started: a start line that names its rank, Lightning's "GLOBAL_RANK:
 // r, MEMBER: m/n", printed just before init_process_group) and the logs stop
@@ -213,36 +236,30 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
 void Checks::NeverStarted(const CompiledCorrelation& c) const {
   if (!state.flight_recorders().empty()) return;
   const RuleSet& rules = state.rules();
-  const int started_fact = rules.fact(Fact::kRankStarted), last_fact = rules.fact(Fact::kRankStartedLast);
   const int world = WorldSize();
-  if (started_fact < 0 || world <= 0) return;
+  if (rules.fact(Fact::kRankStarted) < 0 || world <= 0) return;
   // An error line, whoever printed it, is the better lead.
   if (AnyErrorLine(state)) return;
   const std::vector<int> ends = ProgressFacts(rules);
   const StoryFacts facts = ResolveStoryFacts(rules);
+  for (int s : state.LiveSubjects()) {
+    const StoryPoint p = StoryOf(state, facts, s);
+    if (HasAnyFact(state.subjects()[s], ends) || p.abnormal || p.stage > Stage::kBootstrap) return;
+  }
+  // Each rank's first and last start line (a rank started twice in one file
+  // prints a later one).
   std::set<int> started = PresentRanks();
   std::map<int, int64_t> last_start;  // file -> line of its last start line
   std::vector<Evidence> ev;
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    const StoryPoint p = StoryOf(state, facts, s);
-    if (HasAnyFact(sub, ends) || p.abnormal || p.stage > Stage::kBootstrap) return;
-    // Each rank's first and last start line (a rank started twice in one
-    // file prints a later one).
-    for (int f : {started_fact, last_fact}) {
-      if (f < 0 || f >= static_cast<int>(sub.keyed.size())) continue;
-      for (const auto& kv : sub.keyed[f]) {
-        long double r;
-        if (!ParseNumber(kv.first, false, &r) || r < 0 || r >= world) return;  // a rank outside the stated world
-        started.insert(static_cast<int>(r));
-        const Evidence& e = kv.second.evidence;
-        int64_t& at = last_start.try_emplace(e.file, 0).first->second;
-        at = std::max(at, e.line);
-        if (f == started_fact && ev.size() < kMaxEvidencePerFinding) ev.push_back(e);
-      }
-    }
-  }
-  if (last_start.empty()) return;
+  bool outside = false;  // a start line names a rank outside the stated world
+  ForEachStartLine(state, world, [&](int rank, const Evidence& e, bool first) {
+    outside |= rank < 0;
+    started.insert(rank);
+    int64_t& at = last_start.try_emplace(e.file, 0).first->second;
+    at = std::max(at, e.line);
+    if (first && ev.size() < kMaxEvidencePerFinding) ev.push_back(e);
+  });
+  if (outside || last_start.empty()) return;
   // The logs stop at the start lines: at most one (blank) line follows the
   // last of them in each file that holds one.
   for (const auto& [file, line] : last_start) {
@@ -271,21 +288,12 @@ void Checks::NeverStarted(const CompiledCorrelation& c) const {
 // world, so no rank is missing there: both stay silent.
 void Checks::StartedTwice(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
-  const int first = rules.fact(Fact::kRankStarted), last = rules.fact(Fact::kRankStartedLast);
   const int world = WorldSize();
-  if (first < 0 || last < 0 || world <= 0) return;
+  if (rules.fact(Fact::kRankStarted) < 0 || rules.fact(Fact::kRankStartedLast) < 0 || world <= 0) return;
   std::map<int, std::vector<const Evidence*>> lines;  // rank -> its start lines kept
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    for (int f : {first, last}) {
-      if (f >= static_cast<int>(sub.keyed.size())) continue;
-      for (const auto& kv : sub.keyed[f]) {
-        long double r;
-        if (ParseNumber(kv.first, false, &r) && r >= 0 && r < world)
-          lines[static_cast<int>(r)].push_back(&kv.second.evidence);
-      }
-    }
-  }
+  ForEachStartLine(state, world, [&](int rank, const Evidence& e, bool) {
+    if (rank >= 0) lines[rank].push_back(&e);
+  });
   // Two claimants start together: their start lines form one run of start
   // lines. A second attempt or a restart pasted into the same log prints
   // other lines between (a banner, the first attempt's run, a launcher's).

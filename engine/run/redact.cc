@@ -222,23 +222,6 @@ struct CharTable {
 const CharTable kChars;
 inline uint8_t Class(char ch) { return kChars.c[static_cast<unsigned char>(ch)]; }
 
-// "10.0.0.1": four numbers below 256.
-bool LooksLikeIpv4(std::string_view s) {
-  int parts = 0, digits = 0, value = 0;
-  for (char c : s) {
-    if (IsDigit(c)) {
-      value = value * 10 + (c - '0');
-      if (++digits > 3 || value > 255) return false;
-    } else if (c == '.' && digits > 0) {
-      ++parts;
-      digits = value = 0;
-    } else {
-      return false;
-    }
-  }
-  return digits > 0 && parts == 3;
-}
-
 // The length of an IPv4 address that starts `s` and is followed by '.' and a
 // letter ("192.168.11.119.kern.log"); 0 if none.
 size_t Ipv4Prefix(std::string_view s) {
