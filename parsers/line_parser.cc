@@ -110,6 +110,15 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
     return;
   }
   if (scan.ansi) s = StripAnsi(s, arena);
+  // An indented paste (a code block inside a markdown list item, a forum's
+  // quote): the indent is the page's where a header or a wrapper follows it.
+  // (Elsewhere it is kept: nvidia-smi's, ibstat's and py-spy's rows are
+  // indented, and their rules read the indent.)
+  if (!s.empty() && (s[0] == ' ' || s[0] == '\t')) {
+    std::string_view t = s;
+    while (!t.empty() && (t[0] == ' ' || t[0] == '\t')) t.remove_prefix(1);
+    if (MatchNcclProcess(t, &bare_) || StripOneWrapper(&t, out)) s = t;
+  }
 
   for (int layer = 0; layer < 12; ++layer) {
     // Fast path: a bare NCCL line ("host:pid:tid ...") carries no outer wrapper.

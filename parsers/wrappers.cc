@@ -557,6 +557,31 @@ std::string_view WithoutRayRepeatSuffix(std::string_view s) {
   return s.substr(0, i - kHead.size());
 }
 
+std::string_view PasteIndent(std::string_view head) {
+  const size_t last_nl = head.rfind('\n');
+  head = last_nl == std::string_view::npos ? std::string_view() : head.substr(0, last_nl + 1);
+  std::string_view indent;
+  int lines = 0;
+  while (!head.empty()) {
+    size_t nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    size_t i = 0;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (lines++ == 0) {
+      indent = line.substr(0, i);
+    } else {
+      size_t k = 0;
+      while (k < indent.size() && k < i && line[k] == indent[k]) ++k;
+      indent = indent.substr(0, k);
+    }
+    if (indent.empty()) return {};
+  }
+  return lines >= kMinIndentedLines ? indent : std::string_view();
+}
+
 bool StripOneWrapper(std::string_view* s, ParsedLine* out) {
   if (s->empty()) return false;
   for (WrapperStripper strip : kWrapperKinds) {

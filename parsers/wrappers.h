@@ -46,6 +46,14 @@ bool StripOneWrapper(std::string_view* s, ParsedLine* out);
 // cluster]": the line without that ending (s itself when it has none).
 std::string_view WithoutRayRepeatSuffix(std::string_view s);
 
+// An indented paste: a log copied out of a code block inside a markdown list
+// item or a forum quote carries the page's indent on every line. The indent
+// (blanks and tabs) that every non-blank line of a file's head shares, when
+// there are at least kMinIndentedLines such lines; empty otherwise. A last line
+// without its '\n' (cut by the head's end, or the file's) is not looked at.
+inline constexpr int kMinIndentedLines = 2;
+std::string_view PasteIndent(std::string_view head);
+
 }  // namespace ncclscan
 
 #endif  // NCCLSCAN_PARSERS_WRAPPERS_H_

@@ -211,6 +211,13 @@ INSTANTIATE_TEST_SUITE_P(
              -2, true},
         Case{"vllm_worker_pp_tp_not_a_rank", "(Worker_PP1_TP3 pid=113) INFO 08-10 23:02:36 [core.py:1] ready",
              Family::kOther, "ready", nullptr, -1, -2, -1, -2, nullptr, nullptr, -2, true},
+        // An indented paste: the indent goes where a header or a wrapper follows
+        // it, and stays where nothing does (nvidia-smi's and ibstat's rows).
+        Case{"indented_nccl_header", std::string("    ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17"},
+        Case{"indented_rank_prefix",
+             "\t[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective",
+             Family::kTorch, nullptr, nullptr, -1, -2, 3, -2, nullptr, nullptr, -2, true},
+        Case{"indent_kept_before_plain_text", "\t\tState: Down", Family::kOther, "\t\tState: Down"},
         Case{"vllm_worker_no_number", std::string("(VllmWorker rank=2x pid=55723) ") + kInfo, Family::kNccl,
              "Using network IB", "gpu-a17", -1, -2, -1},
         Case{"skypilot_node_rank", std::string("(worker1, rank=1, pid=4888, ip=10.60.0.4) ") + kInfo, Family::kNccl,
@@ -712,6 +719,18 @@ TEST(Timestamps, YearWhereTheLinePrintsOne) {
   }
   EXPECT_EQ(FormatTime(SecondsOfYear(11, 22, 10, 15, 32.5), 2024), "2024-11-22T10:15:32.500");
   EXPECT_EQ(FormatTime(SecondsOfYear(11, 22, 10, 15, 32.5), 0), "11-22 10:15:32.500");
+}
+
+// The indent every non-blank line of a file's head shares (an indented paste).
+TEST(Wrappers, PasteIndentIsTheIndentEveryLineShares) {
+  EXPECT_EQ(PasteIndent("    a\n      b\n\n    c\n"), "    ");
+  EXPECT_EQ(PasteIndent("\t a\n\t b\n"), "\t ");
+  EXPECT_EQ(PasteIndent("    a\n  b\n"), "  ");
+  EXPECT_EQ(PasteIndent("    a\nb\n    c\n"), "");  // one line at the margin
+  EXPECT_EQ(PasteIndent("    a\n"), "");            // one line tells nothing
+  EXPECT_EQ(PasteIndent("    a\n    b"), "");       // the cut last line is not looked at
+  EXPECT_EQ(PasteIndent(" \t a\n\t  b\n"), "");     // blanks and tabs differ
+  EXPECT_EQ(PasteIndent("==== NVSMI LOG ====\n    GPU 0\n        Link 0: 25 GB/s\n"), "");
 }
 
 TEST(PathHints, RankFromFileNames) {

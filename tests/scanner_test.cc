@@ -957,6 +957,33 @@ TEST(Scanner, ALineCutIntoSeveralRowsIsJoinedWhateverTheChunkSize) {
   ExpectSameJsonWhateverTheChunkSize(path, want, 900, 11);
 }
 
+// An indented paste (a code block inside a markdown list item): every line
+// carries the page's indent, so a traceback's last line and a header-less NCCL
+// fragment do not start the line. The file's head shows the indent; lines are
+// read without it, whatever the chunk size, and their numbers stay the file's.
+TEST(Scanner, AnIndentedPasteIsReadWithoutItsIndent) {
+  TempDir dir;
+  const std::string text =
+      "    Traceback (most recent call last):\n"
+      "      File \"train.py\", line 3, in <module>\n"
+      "    ValueError: batch 7 has no rows\n"
+      "\n"
+      "    9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n";
+  const std::string path = dir.Write("paste.log", text);
+  Analysis a = Analyze(Rules(), {path}, ScanOptions());
+  ASSERT_GE(a.diagnosis.primary, 0);
+  const Finding& p = a.diagnosis.findings[a.diagnosis.primary];
+  EXPECT_EQ(p.rule_id, "PYTHON-UNCAUGHT-EXCEPTION");
+  const std::string want = RenderJson(*a.state, a.diagnosis);
+  EXPECT_NE(want.find("\"line\":3"), std::string::npos) << want;
+  EXPECT_EQ(a.state->counters().family_lines[static_cast<int>(Family::kNccl)], 1u);
+  ExpectSameJsonWhateverTheChunkSize(path, want, 200, 3);
+  // The same lines at the margin but one: no common indent, nothing removed.
+  const std::string mixed = dir.Write("mixed.log", "ValueError: at the margin\n" + text);
+  Analysis m = Analyze(Rules(), {mixed}, ScanOptions());
+  EXPECT_EQ(m.state->counters().family_lines[static_cast<int>(Family::kNccl)], 0u);
+}
+
 // `where` on one key of a keyed fact, compared as numbers (14 < 9 as text).
 TEST(Scanner, ConditionsCompareKeyedFactsAsNumbers) {
   RuleLoader loader;

@@ -3,7 +3,7 @@
 
 A poster's logs reach ncclscan through layers (FORMATS.md §0, §G): a log
 shipper's time stamp, kubectl's pod prefix, Docker's json-file, grep -n, CRLF,
-colour codes, gzip. None of them changes what happened, so none should change
+colour codes, gzip, a markdown quote, the indent of a code block in a list item. None of them changes what happened, so none should change
 whether the primary finding names the cause and the culprit. This copies every
 case holding a truth.json, rewrites its logs through one wrapper, judges the
 copies with `ncclscan test`, and compares case by case with the unwrapped run.
@@ -61,6 +61,16 @@ def docker(line, i, name, index):
     return json.dumps(obj).encode()
 
 
+def indent(prefix):
+    """A code block inside a markdown list item: the page's indent on every line.
+    A one-line file is left alone (one indented line cannot say it is a paste)."""
+    def apply(data, name, index):
+        if data.rstrip(b"\n").count(b"\n") == 0:
+            return data
+        return wrap_lines(lambda l, i, n, k: prefix + l if l else l)(data, name, index)
+    return apply
+
+
 def hard_wrap(width):
     """A terminal copy: every line longer than the window's width is cut into rows."""
     return wrap_lines(lambda l, i, n, k: b"\n".join(l[j:j + width] for j in range(0, len(l), width)) or l)
@@ -75,6 +85,8 @@ WRAPPERS = {
     "docker-json": wrap_lines(docker),
     "kaggle": wrap_lines(lambda l, i, n, k: b"%d.%ds\t%d\t" % (700 + i // 10, i % 10, i + 1) + l),
     "tqdm-cr": wrap_lines(lambda l, i, n, k: (b" 45%|####5     | 45/100 [00:03<00:04, 12.1it/s]\r" + l) if i % 3 == 0 else l),
+    "quote": wrap_lines(lambda l, i, n, k: b"> " + l),
+    "indent4": indent(b"    "),
     "hardwrap-120": hard_wrap(120),
     "hardwrap-200": hard_wrap(200),
     "gzip": None,  # whole file, below

@@ -106,6 +106,15 @@ struct Chunk {
   size_t size = 0;
   bool overlong = false;  // the chunk ends with a line cut at max_line
   bool cr_lines = false;  // its file ends lines with CR alone: split at every CR
+  // Its file is an indented paste (PasteIndent): lines starting with this
+  // indent are read without it.
+  std::string indent;
+  std::string_view Dedent(std::string_view row) const {
+    if (!indent.empty() && row.size() >= indent.size() && row.compare(0, indent.size(), indent) == 0) {
+      row.remove_prefix(indent.size());
+    }
+    return row;
+  }
   // An srun label and an explicit [rankN] disagreed on a line: the first such
   // line; labels are no ranks from there on (JobState::NoteLabelsNotRanks).
   bool label_conflict = false;
@@ -183,6 +192,7 @@ struct Chunk {
     size = 0;
     overlong = false;
     cr_lines = false;
+    indent.clear();
     label_conflict = false;
     lines = 0;
     counters = Counters();

@@ -18,6 +18,7 @@
 #include "engine/scan/hard_wrap.h"
 #include "engine/scan/scanner.h"
 #include "parsers/flight_recorder.h"
+#include "parsers/wrappers.h"
 
 namespace ncclscan {
 namespace scan_detail {
@@ -108,6 +109,7 @@ class ChunkReader {
           ReadDump();
           continue;
         }
+        indent_.assign(PasteIndent(head));
       }
       if (FillChunk(c)) {
         c->new_files.assign(names_.begin() + static_cast<std::ptrdiff_t>(sent_), names_.end());
@@ -262,6 +264,7 @@ class ChunkReader {
         if (last) cr_lines_ = true;
       }
       c->cr_lines = cr_lines_;
+      c->indent = indent_;
       if (last && !eof && !cr_lines_) {
         // Never between two lines the scanner might join as one hard-wrapped
         // line (hard_wrap.h): the join must not depend on the chunk size.
@@ -318,6 +321,7 @@ class ChunkReader {
   int file_ = -1;  // index_ as a JobState file number
   std::string carry_;
   bool skipping_ = false;
+  std::string indent_;        // this file is an indented paste: the indent (PasteIndent)
   bool cr_lines_ = false;     // this file had a chunk's worth of bytes without '\n' but with CRs
   bool first_chunk_ = false;  // the current member has not sent a chunk yet
 };

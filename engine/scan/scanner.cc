@@ -20,6 +20,7 @@
 #include "parsers/flight_recorder.h"
 #include "parsers/line_parser.h"
 #include "parsers/text_util.h"
+#include "parsers/wrappers.h"
 
 namespace ncclscan {
 
@@ -333,7 +334,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
     const char* le;
     const char* start = p;
     p = CutLine(p, end, c->cr_lines, &next_nl, &le);
-    std::string_view raw(start, le - start);
+    std::string_view raw = c->Dedent(std::string_view(start, le - start));
     c->counters.lines++;
     uint32_t consumed = 0;
     if (raw.size() >= kMinWrapWidth && p < end) {
@@ -341,7 +342,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
       const char* nle;
       const char* after = CutLine(p, end, c->cr_lines, &next_nl, &nle);
       std::string_view joined;
-      std::string_view row(p, nle - p);
+      std::string_view row = c->Dedent(std::string_view(p, nle - p));
       if (JoinsHardWrap(rules, c, raw, row, &joined)) {
         // The width of the first row, which every further row must fill.
         std::string_view first_row = raw;
@@ -357,8 +358,9 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
           const char* nle2;
           const char* after2 = CutLine(p, end, c->cr_lines, &next_nl, &nle2);
           std::string_view more;
-          if (!JoinsWrapContinuation(rules, c, raw, row, width, std::string_view(p, nle2 - p), &more)) break;
-          row = std::string_view(p, nle2 - p);
+          const std::string_view next_row = c->Dedent(std::string_view(p, nle2 - p));
+          if (!JoinsWrapContinuation(rules, c, raw, row, width, next_row, &more)) break;
+          row = next_row;
           raw = more;
           p = after2;
           c->counters.lines++;
