@@ -131,6 +131,8 @@ const std::vector<EngineFact>& EngineFacts() {
        "started_twice: a rank's last start line, beside its first (rank_started), shows two processes claiming it"},
       {Fact::kCollectiveFingerprint, "collective_fingerprint", MergeMode::kFirst, true, KeyKind::kRank,
        "the mismatch check: each rank's call as TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint lines name it"},
+      {Fact::kWorkersStopped, "workers_stopped", MergeMode::kFirst, false, KeyKind::kName,
+       "the run's story: a launcher stopped a node's remaining workers (one had failed), an abnormal end"},
   };
   return kFacts;
 }

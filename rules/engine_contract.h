@@ -82,6 +82,7 @@ enum class Fact : int {
   kRankStarted,
   kRankStartedLast,
   kCollectiveFingerprint,
+  kWorkersStopped,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

@@ -56,6 +56,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kDuplicateGpu, "duplicate_gpu"},
       {CollectiveCheck::kNeverStarted, "never_started"},
       {CollectiveCheck::kStartedTwice, "started_twice"},
+      {CollectiveCheck::kEndedAbnormally, "ended_abnormally"},
   };
   return kRows;
 }
@@ -114,9 +115,9 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
        {"check"},
        // engine/models/consensus.h: what each check fills in; from `processes`
        // on, the run's story (checks stopped, stopped_collectives, no_progress).
-       {"group",   "seq",    "op",     "value", "majority",  "fields", "reporters",
-        "missing", "nranks", "source", "trace", "processes", "stage",  "next",
-        "behind",  "causes", "test",   "first", "reached",   "lines",  "init"}},
+       {"group",  "seq",    "op",      "value",     "majority", "fields", "reporters", "missing",
+        "nranks", "source", "trace",   "processes", "stage",    "next",   "behind",    "causes",
+        "test",   "first",  "reached", "lines",     "init",     "how"}},
   };
   return kKinds;
 }

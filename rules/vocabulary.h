@@ -76,6 +76,7 @@ enum class CollectiveCheck : int {
   kDuplicateGpu,
   kNeverStarted,
   kStartedTwice,
+  kEndedAbnormally,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

@@ -150,6 +150,44 @@ INSTANTIATE_TEST_SUITE_P(
             "crashed",
             "MPI-PROCESS-SIGNALED",
             "1"},
+        // Ranks trained, then torchrun stopped a worker because the other failed,
+        // and no line read says why (the failed worker's output was not collected):
+        // the run ended abnormally, a failure with nobody named; never "ok".
+        Row{"workers_stopped_cause_unread",
+            {"[rank0]: epoch 0 step 200 loss 2.1032\n[rank1]: epoch 0 step 200 loss 2.0911\n"
+             "W1122 10:41:07.512000 4242 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4301 "
+             "closing signal SIGTERM\n"},
+            "crashed",
+            "RUN-ENDED-ABNORMALLY",
+            ""},
+        // torchrun's failure table with its rank row and not its exit code (a cut
+        // paste): the one rank it lists is named.
+        Row{"failure_table_rank_row_only",
+            {"train.py FAILED\n------------------------------------------------------------\nFailures:\n"
+             "[1]:\n  time      : 2021-11-26_21:07:21\n  host      : f10de8a8e6e4\n"
+             "  rank      : 1 (local_rank: 1)\n"},
+            "crashed",
+            "RUN-ENDED-ABNORMALLY",
+            "1"},
+        // The same stop after rank 1's timeout: the timeout is read (rank 0, silent,
+        // is the suspect), and the abnormal end adds nothing.
+        Row{"workers_stopped_after_a_timeout",
+            {"[rank1]:[E1122 10:41:05.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+             "ran for 600012 milliseconds before timing out.\n"
+             "W1122 10:41:07.512000 4242 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4301 "
+             "closing signal SIGTERM\n"},
+            "hung",
+            "CONSENSUS-RANK0-ALONE",
+            "0"},
+        // A kernel log of corrected PCIe errors alone (a context warning): it says
+        // nothing of the run, so nothing is "ok".
+        Row{"corrected_pcie_errors_only",
+            {"[  +0.000012] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
+             "(Transmitter ID)\n[  +0.000864] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0\n"},
+            "incomplete",
+            "RUN-NO-PROGRESS-SHOWN",
+            ""},
         // One rank of two completed init and nothing else is known: no evidence of health.
         Row{"half_initialised", {InitLines(0, 2, true)}, "incomplete", "RUN-STOPPED-IN-INIT", ""},
         // Every log stops inside init with no error: the run did not finish.

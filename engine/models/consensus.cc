@@ -437,6 +437,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kStartedTwice:
           x.StartedTwice(c);
           break;
+        case CollectiveCheck::kEndedAbnormally:
+          x.EndedAbnormally(c);
+          break;
         case CollectiveCheck::kShmDespiteNvlink:
           x.ShmDespiteNvlink(c);
           break;

@@ -116,6 +116,8 @@ struct Checks {
   // The logs were recognised, yet no process shows any stage of its run, an
   // error or its end: nothing says whether it worked.
   void NoProgress(const CompiledCorrelation& c) const;
+  // The logs show an abnormal end and nothing says why (story.cc).
+  void EndedAbnormally(const CompiledCorrelation& c) const;
   // nccltests.cc: nccl-tests' best bus bandwidth against what the transports
   // NCCL chose in the same log carry.
   void NcclTestsBandwidth(const CompiledCorrelation& c) const;

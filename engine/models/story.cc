@@ -32,9 +32,10 @@ constexpr StageFacts kStageFacts[] = {
      {Fact::kLastOpcount, Fact::kP2pLast, Fact::kTimeoutSeq, Fact::kLastEnqueued, Fact::kLastCompleted}},
 };
 
-// A process's own failure: it errored, crashed, aborted or exited.
-constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash, Fact::kCommAbort,
-                                   Fact::kExitcode,   Fact::kOom,   Fact::kElasticFailed};
+// A process's own failure: it errored, crashed, aborted or exited; or its
+// launcher stopped it because another worker had failed.
+constexpr Fact kAbnormalFacts[] = {Fact::kFirstError, Fact::kCrash,         Fact::kCommAbort,     Fact::kExitcode,
+                                   Fact::kOom,        Fact::kElasticFailed, Fact::kWorkersStopped};
 
 const Evidence* Later(const Evidence* a, const Evidence* b) {
   if (!a) return b;
@@ -363,9 +364,13 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   const std::vector<int> ends = ProgressFacts(rules);
   // An error line shows how the run ended, whoever printed it ("Test NCCL failure").
   if (AnyErrorLine(state)) return;
+  // (A warning of context role, a corrected PCIe error say, sets no verdict:
+  // it does not speak for the run either.)
   Severity worst_line = Severity::kInfo;
   for (const auto& kv : state.line_findings()) {
-    if (kv.second.rule >= 0) worst_line = std::max(worst_line, rules.rules()[kv.second.rule].spec.finding.severity);
+    if (kv.second.rule < 0) continue;
+    const FindingSpec& f = rules.rules()[kv.second.rule].spec.finding;
+    if (f.role != Role::kContext || f.severity >= Severity::kError) worst_line = std::max(worst_line, f.severity);
   }
   const int last_line = rules.fact(Fact::kLastLine);
   int processes = 0;
@@ -416,6 +421,70 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
                             "transports, the channels)"
                           : "no NCCL communicator init (NCCL_DEBUG=INFO prints it)"}};
   Emit(c, {}, {}, vars, "run", ev);
+}
+
+}  // namespace ncclscan
+
+namespace ncclscan {
+
+// ended_abnormally: the logs show that the run ended abnormally — torchrun's
+// failure table or a worker's exit code, a crash or an OOM of a process's own,
+// a launcher stopping a node's remaining workers — yet no line at warning or
+// above says why and no check named a cause. A log whose error line was of a
+// form no rule knows leaves exactly this: the verdict is a failure whose cause
+// is not in what was read, never "ok" (DESIGN §10). One process ending so is
+// named; several are listed.
+void Checks::EndedAbnormally(const CompiledCorrelation& c) const {
+  // A warning of its own (an NCCL WARN, a configuration the run could not
+  // use) may be the cause: it stays the headline.
+  const RuleSet& rules = state.rules();
+  for (const auto& kv : state.line_findings()) {
+    if (kv.second.rule >= 0 && rules.rules()[kv.second.rule].spec.finding.severity >= Severity::kWarning) return;
+  }
+  for (const Finding& f : *out) {
+    if (f.severity >= Severity::kWarning) return;
+  }
+  struct Sign {
+    Fact fact;
+    const char* what;
+  };
+  static constexpr Sign kSigns[] = {
+      {Fact::kCrash, "a crash"},
+      {Fact::kOom, "out of memory"},
+      {Fact::kElasticFailed, "a row of torchrun's failure table"},
+      {Fact::kExitcode, "exit code"},
+      {Fact::kFirstError, "an error"},
+      {Fact::kWorkersStopped, "stopped the remaining workers"},
+  };
+  std::set<int> ranks;
+  std::vector<std::string> how;
+  std::vector<Evidence> ev;
+  int processes = 0;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    std::vector<std::string> signs;
+    for (const Sign& sign : kSigns) {
+      const int f = rules.fact(sign.fact);
+      const FactValue* v = f >= 0 ? sub.Get(f) : nullptr;
+      if (!v) continue;
+      signs.push_back(v->value.empty() ? sign.what : fmt::format("{} ({})", sign.what, v->value));
+      if (ev.size() < kMaxEvidencePerFinding) ev.push_back(v->evidence);
+    }
+    if (signs.empty()) continue;
+    ++processes;
+    // The launcher's own lines (no rank) stop workers; a rank's show how it ended.
+    if (sub.rank >= 0) ranks.insert(sub.rank);
+    const std::string who = sub.rank >= 0  ? "rank " + std::to_string(sub.rank)
+                            : sub.pid >= 0 ? sub.label
+                                           : std::string("the launcher");
+    if (how.size() < 4) how.push_back(who + ": " + Join(signs, ", "));
+  }
+  if (processes == 0) return;
+  if (processes > static_cast<int>(how.size())) how.push_back(fmt::format("{} more", processes - how.size()));
+  const std::vector<int> named(ranks.begin(), ranks.end());
+  // One rank that ended so is the one to look at; of several, none is chosen.
+  Emit(c, named.size() == 1 ? named : std::vector<int>{}, named.size() == 1 ? std::vector<int>{} : named,
+       Vars{{"processes", std::to_string(processes)}, {"how", Join(how, "; ")}}, "run", ev);
 }
 
 }  // namespace ncclscan
