@@ -193,7 +193,7 @@ class ChunkReader {
   // Returns false when the current file is finished without producing a chunk.
   bool FillChunk(Chunk* c) {
     c->file = file_;
-    std::vector<char>& buf = c->data;
+    auto& buf = c->data;
     size_t want = opts_.chunk_size + opts_.max_line + 1;
     if (buf.size() < want) buf.resize(want);
     size_t n = carry_.size();

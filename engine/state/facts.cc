@@ -67,6 +67,11 @@ void TrimWindow(const FactSpec& spec, KeyedValues* m) {
 
 void MergeFacts(const std::vector<FactSpec>& specs, FactSlots<FactValue>* into_facts, KeyedSlots* into_keyed,
                 FactSlots<FactValue>&& from_facts, KeyedSlots&& from_keyed, MergeOrder order, uint64_t* over_key_cap) {
+  // The facts `into` gains, reserved at once: a vector grown one at a time
+  // doubles, and a job's rank subjects are merged from its processes.
+  size_t gained = 0;
+  for (const auto& slot : from_facts.slots()) gained += into_facts->Find(slot.first) == nullptr;
+  into_facts->Reserve(gained);
   for (auto& [f, v] : from_facts.slots()) {
     if (FactValue* mine = into_facts->Find(f)) {
       MergeFact(specs[f], mine, std::move(v), order);

@@ -136,9 +136,22 @@ class FactSlots {
   // good until the next At of another fact.
   V& At(int fact) {
     auto it = LowerBound(fact);
-    if (it == slots_.end() || it->first != fact) it = slots_.emplace(it, fact, V());
+    if (it == slots_.end() || it->first != fact) {
+      // Grown by half, not doubled: a subject carries from one fact to a
+      // dozen, and a job thousands of subjects (a million in bench/memory.sh).
+      if (slots_.size() == slots_.capacity()) {
+        const size_t at = static_cast<size_t>(it - slots_.begin());
+        slots_.reserve(slots_.size() + std::max<size_t>(1, slots_.size() / 2));
+        it = slots_.begin() + static_cast<std::ptrdiff_t>(at);
+      }
+      it = slots_.emplace(it, fact, V());
+    }
     return it->second;
   }
+  // Room for `n` more values without growing (a merge reserves what it adds).
+  void Reserve(size_t n) { slots_.reserve(slots_.size() + n); }
+  // Gives back the room growth left (a subject's facts are set one at a time).
+  void Compact() { slots_.shrink_to_fit(); }
   // The values set, as (fact, value) in fact order.
   const std::vector<std::pair<int, V>>& slots() const { return slots_; }
   std::vector<std::pair<int, V>>& slots() { return slots_; }

@@ -164,9 +164,11 @@ void SubjectTable::Merge(int from, int into, const std::vector<FactSpec>& specs,
   b.devices |= a.devices;
   b.names_another |= a.names_another;
   for (int f : a.files) b.AddFile(f);
-  // The merged-away subject keeps its own facts (reports name it by label).
-  MergeFacts(specs, &b.facts, &b.keyed, FactSlots<FactValue>(a.facts), KeyedSlots(a.keyed), MergeOrder::kBySeen,
-             over_key_cap);
+  // The facts move: a merged-away subject is read only through the one it
+  // was merged into (JobState::LiveSubject; reports name it by its label).
+  MergeFacts(specs, &b.facts, &b.keyed, std::move(a.facts), std::move(a.keyed), MergeOrder::kBySeen, over_key_cap);
+  a.facts = FactSlots<FactValue>(specs.size());
+  a.keyed = KeyedSlots(specs.size());
 }
 
 void SubjectTable::Encode(WireWriter* w) const {
