@@ -3,6 +3,7 @@
 #include <re2/filtered_re2.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "rules/varint.h"
 
@@ -43,8 +44,63 @@ bool GetStrings(std::string_view* in, std::vector<std::string>* v) {
 
 }  // namespace
 
+// The literal every match of `pattern` starts with: its leading plain
+// characters (or escaped punctuation), up to the first operator, less a last
+// character a quantifier applies to; none when the pattern has a top-level
+// alternation. Read from the text, not from RE2::PossibleMatchRange, whose
+// bounds consider one copy of a repetition ("(ab)+cd" gives "abcd"); the
+// range's common prefix still bounds it, as a check.
+std::string MatchPrefix(const std::string& pattern) {
+  RE2 re(pattern, RegexOptions());
+  if (!re.ok() || re.NumberOfCapturingGroups() == 0) return "";
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth == 0) {
+      return "";
+    }
+  }
+  std::string lit;
+  size_t i = 0;
+  for (; i < pattern.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(pattern[i]);
+    if (c == '\\' && i + 1 < pattern.size() && std::ispunct(static_cast<unsigned char>(pattern[i + 1]))) {
+      lit.push_back(pattern[++i]);
+    } else if (std::isalnum(c) || c == ' ' || c == '_' || c == '-' || c == ':' || c == '/' || c == '=' || c == ',' ||
+               c == '\'' || c == '"' || c == '<' || c == '>' || c == '@' || c == '#' || c == '%' || c == '!' ||
+               c == '&' || c == ';' || c == '~' || c == '`') {
+      lit.push_back(static_cast<char>(c));
+    } else {
+      break;
+    }
+  }
+  // A quantifier after the run applies to its last character.
+  if (i < pattern.size() && !lit.empty() &&
+      (pattern[i] == '?' || pattern[i] == '*' || pattern[i] == '+' || pattern[i] == '{')) {
+    lit.pop_back();
+  }
+  std::string low, high;
+  if (lit.size() < kMinMatchPrefix || !re.PossibleMatchRange(&low, &high, kMatchPrefixProbe)) return "";
+  size_t k = 0;
+  while (k < low.size() && k < high.size() && low[k] == high[k]) ++k;
+  lit.resize(std::min(lit.size(), k));
+  return lit.size() >= kMinMatchPrefix ? lit : "";
+}
+
 PatternAtoms AnalyzePattern(const std::string& pattern) {
   PatternAtoms r;
+  r.match_prefix = MatchPrefix(pattern);
   // FilteredRE2 on this rule alone: its atoms, and which ones are required.
   re2::FilteredRE2 one(3);
   int id;
@@ -126,6 +182,7 @@ void EncodePatternAtoms(const std::map<std::string, PatternAtoms>& table, std::s
     PutStrings(a.key_atoms, out);
     PutVarint(a.gate_atoms.size(), out);
     for (const auto& g : a.gate_atoms) PutStrings(g, out);
+    PutString(a.match_prefix, out);
   }
 }
 
@@ -144,6 +201,7 @@ bool DecodePatternAtoms(std::string_view bytes, std::map<std::string, PatternAto
     for (auto& g : a.gate_atoms) {
       if (!GetStrings(&bytes, &g)) return false;
     }
+    if (!GetString(&bytes, &a.match_prefix)) return false;
     (*table)[std::move(pattern)] = std::move(a);
   }
   return bytes.empty();

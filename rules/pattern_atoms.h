@@ -33,6 +33,10 @@ inline RE2::Options RegexOptions() {
 
 // Gates a rule may have beyond its key atoms (each a few SIMD compares a line).
 inline constexpr int kMaxGates = 3;
+// PatternAtoms::match_prefix: the shortest literal worth anchoring on, and how
+// far RE2::PossibleMatchRange looks.
+inline constexpr size_t kMinMatchPrefix = 3;
+inline constexpr int kMatchPrefixProbe = 16;
 
 struct PatternAtoms {
   // No literal of 3 or more characters that every match contains (or the pattern
@@ -40,8 +44,12 @@ struct PatternAtoms {
   bool no_literal = false;
   std::vector<std::string> key_atoms;
   std::vector<std::vector<std::string>> gate_atoms;
+  // The literal every match starts with, for a pattern with captures (empty:
+  // none of kMinMatchPrefix bytes). CompiledRule::match_prefix.
+  std::string match_prefix;
   bool operator==(const PatternAtoms& o) const {
-    return no_literal == o.no_literal && key_atoms == o.key_atoms && gate_atoms == o.gate_atoms;
+    return no_literal == o.no_literal && key_atoms == o.key_atoms && gate_atoms == o.gate_atoms &&
+           match_prefix == o.match_prefix;
   }
 };
 

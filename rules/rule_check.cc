@@ -61,6 +61,7 @@ void RuleLoader::CompilePrefilter(RuleSet* rs) {
     if (atoms.no_literal && !cr.spec.fallback) no_literal[i] = 1;
     cr.key_atoms = std::move(atoms.key_atoms);
     cr.gate_atoms = std::move(atoms.gate_atoms);
+    if (!atoms.match_prefix.empty() && cr.re) cr.match_prefix.emplace(atoms.match_prefix);
   });
   for (size_t i = 0; i < rs->rules_.size(); ++i) {
     const CompiledRule& cr = rs->rules_[i];

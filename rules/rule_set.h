@@ -76,6 +76,11 @@ struct CompiledRule {
   std::vector<std::vector<std::string>> gate_atoms;
   int num_captures = 0;
   std::vector<std::string> capture_names;  // [i] = name of group i (1-based; [0] empty)
+  // The literal every match of `re` starts with (RE2::PossibleMatchRange), when
+  // it has captures and one of 3+ bytes: the regex then runs anchored at each
+  // place the literal occurs (RE2's one-pass engine, about 15x faster than an
+  // unanchored search for the captures) and gives the same, leftmost match.
+  std::optional<LiteralFinder> match_prefix;
   std::vector<CompiledFact> facts;
   Template identity[kNumIdSlots];
   bool has_identity = false;
@@ -286,7 +291,7 @@ class RuleSet {
                                    : re2::StringPiece(line.message.data(), line.message.size());
       if (!r.gate_atoms.empty() && !PassesGate(r, input)) return;
       if (r.re) {
-        if (!r.re->Match(input, 0, input.size(), RE2::UNANCHORED, ms->groups, r.num_captures + 1)) return;
+        if (!MatchRegex(r, input, ms->groups)) return;
       } else if (!ExtractFields(r, std::string_view(input.data(), input.size()), ms->groups)) {
         return;
       }
@@ -352,6 +357,17 @@ class RuleSet {
   void IndexRules();
   // `fields` rules: every anchor must occur; groups[i] is the token next to anchor i.
   static bool ExtractFields(const CompiledRule& r, std::string_view text, re2::StringPiece* groups);
+  // r.re's leftmost match in input and its groups (see CompiledRule::match_prefix).
+  static bool MatchRegex(const CompiledRule& r, re2::StringPiece input, re2::StringPiece* groups) {
+    const int n = r.num_captures + 1;
+    if (!r.match_prefix) return r.re->Match(input, 0, input.size(), RE2::UNANCHORED, groups, n);
+    const std::string_view text(input.data(), input.size());
+    for (size_t at = r.match_prefix->Find(text); at != std::string_view::npos;
+         at = r.match_prefix->Find(text, at + 1)) {
+      if (r.re->Match(input, at, input.size(), RE2::ANCHOR_START, groups, n)) return true;
+    }
+    return false;
+  }
   std::vector<FactSpec> facts_;
   std::map<std::string, int, std::less<>> fact_index_;
   std::array<int, kNumEngineFacts> engine_facts_ = MissingEngineFacts();

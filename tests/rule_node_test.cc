@@ -73,6 +73,49 @@ TEST(PatternAtoms, KeyAtomsAndGatesOfAPattern) {
   }
 }
 
+// The literal a pattern's every match starts with: the regex then runs
+// anchored where it occurs (RuleSet::MatchRegex), and must find what the
+// unanchored search finds.
+TEST(PatternAtoms, MatchPrefixIsWhatEveryMatchStartsWith) {
+  EXPECT_EQ(AnalyzePattern(R"(comm (?P<comm>0x[0-9a-f]+) rank (\d+))").match_prefix, "comm ");
+  EXPECT_EQ(AnalyzePattern(R"(NET/IB\(x\) : (\w+))").match_prefix, "NET/IB(x) : ");
+  EXPECT_EQ(AnalyzePattern(R"(Got completions? from (\S+))").match_prefix, "Got completion");
+  EXPECT_EQ(AnalyzePattern(R"(comm 0x\w+ rank)").match_prefix, "");  // no capture: nothing to gain
+  EXPECT_EQ(AnalyzePattern(R"((ab)+cd)").match_prefix, "");          // a repetition first
+  EXPECT_EQ(AnalyzePattern(R"(abcd(x)|efgh(y))").match_prefix, "");  // top-level alternation
+  EXPECT_EQ(AnalyzePattern(R"((?i)abcd (x))").match_prefix, "");     // case folded
+  EXPECT_EQ(AnalyzePattern(R"(ab?cd (x))").match_prefix, "");        // "a" alone is too short
+  EXPECT_EQ(AnalyzePattern(R"(\bWARN (x))").match_prefix, "");       // an assertion first
+  // Anchored at each occurrence, the leftmost match and its groups are the
+  // unanchored search's, on every built-in pattern that has a prefix.
+  std::map<std::string, PatternAtoms, std::less<>> known;
+  ASSERT_TRUE(DecodePatternAtoms(std::string_view(kEmbeddedPatternAtoms.bytes, kEmbeddedPatternAtoms.size), &known));
+  const std::vector<std::string> lines = {
+      "x comm 0x1 comm 0x55d0 rank 3 nranks 8 cudaDev 0 busId 1b000 commId 0xab - Init COMPLETE",
+      "NET/IB : Got completion from peer 10.0.0.2<33445> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+      "Bootstrap : Using eth0:10.0.0.1<0> Bootstrap : Using ib0:10.1.0.1<0>",
+  };
+  int prefixed = 0;
+  for (const auto& [pattern, atoms] : known) {
+    if (atoms.match_prefix.empty()) continue;
+    ++prefixed;
+    RE2 re(pattern, RegexOptions());
+    const int n = re.NumberOfCapturingGroups() + 1;
+    for (const std::string& line : lines) {
+      std::vector<re2::StringPiece> a(n), b(n);
+      const bool want = re.Match(line, 0, line.size(), RE2::UNANCHORED, a.data(), n);
+      bool got = false;
+      for (size_t at = line.find(atoms.match_prefix); at != std::string::npos && !got;
+           at = line.find(atoms.match_prefix, at + 1)) {
+        got = re.Match(line, at, line.size(), RE2::ANCHOR_START, b.data(), n);
+      }
+      ASSERT_EQ(got, want) << pattern << " on " << line;
+      for (int g = 0; want && g < n; ++g) EXPECT_EQ(a[g].data(), b[g].data()) << pattern << " group " << g;
+    }
+  }
+  EXPECT_GT(prefixed, 80);
+}
+
 // Every kind of node, quoted and plain scalars, a duplicate key and two
 // documents survive the encoding with their positions; a cut encoding, or one
 // with a byte changed, is refused or decoded into some tree, never read past.
