@@ -423,10 +423,6 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   Emit(c, {}, {}, vars, "run", ev);
 }
 
-}  // namespace ncclscan
-
-namespace ncclscan {
-
 // ended_abnormally: the logs show that the run ended abnormally — torchrun's
 // failure table or a worker's exit code, a crash or an OOM of a process's own,
 // a launcher stopping a node's remaining workers — yet no line at warning or
