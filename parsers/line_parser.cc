@@ -114,9 +114,9 @@ void LineParser::Unwrap(std::string_view raw, Arena* arena, ParsedLine* out) {
   // quote): the indent is the page's where a header or a wrapper follows it.
   // (Elsewhere it is kept: nvidia-smi's, ibstat's and py-spy's rows are
   // indented, and their rules read the indent.)
-  if (!s.empty() && (s[0] == ' ' || s[0] == '\t')) {
+  if (!s.empty() && IsSpace(s[0])) {
     std::string_view t = s;
-    while (!t.empty() && (t[0] == ' ' || t[0] == '\t')) t.remove_prefix(1);
+    while (!t.empty() && IsSpace(t[0])) t.remove_prefix(1);
     if (MatchNcclProcess(t, &bare_) || StripOneWrapper(&t, out)) s = t;
   }
 

@@ -564,12 +564,11 @@ std::string_view PasteIndent(std::string_view head) {
   int lines = 0;
   while (!head.empty()) {
     size_t nl = head.find('\n');
-    std::string_view line = head.substr(0, nl);
+    const std::string_view line = head.substr(0, nl);
     head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-    if (line.empty()) continue;
+    if (TrimSpace(line).empty()) continue;
     size_t i = 0;
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    while (IsSpace(line[i])) ++i;  // (the line holds a non-blank)
     if (lines++ == 0) {
       indent = line.substr(0, i);
     } else {

@@ -146,9 +146,8 @@ namespace ncclscan {
 namespace {
 
 // A subject's facts are set one at a time: the slots grow by half, not
-// doubled (a million one-fact subjects must not hold two slots each), and
-// Compact gives back what growth left.
-TEST(FactSlots, GrowByHalfAndCompact) {
+// doubled (a million one-fact subjects must not hold two slots each).
+TEST(FactSlots, GrowByHalf) {
   for (size_t n : {1, 2, 3, 5, 9, 13, 40}) {
     FactSlots<FactValue> slots(64);
     for (size_t f = 0; f < n; ++f) slots.At(static_cast<int>(n - 1 - f)).value = std::to_string(f);
@@ -156,8 +155,6 @@ TEST(FactSlots, GrowByHalfAndCompact) {
     EXPECT_LE(slots.slots().capacity(), n + std::max<size_t>(1, n / 2)) << n;
     // Sorted by fact whatever the order they were set in.
     for (size_t i = 0; i < n; ++i) EXPECT_EQ(slots.slots()[i].first, static_cast<int>(i));
-    slots.Compact();
-    EXPECT_EQ(slots.slots().capacity(), n);
     ASSERT_NE(slots.Find(0), nullptr);
     EXPECT_EQ(slots.Find(0)->value, std::to_string(n - 1));
   }

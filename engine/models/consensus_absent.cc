@@ -239,7 +239,7 @@ void Checks::NeverStarted(const CompiledCorrelation& c) const {
   const int world = WorldSize();
   if (rules.fact(Fact::kRankStarted) < 0 || world <= 0) return;
   // An error line, whoever printed it, is the better lead.
-  if (AnyErrorLine(state)) return;
+  if (AnyLineAtLeast(state, Severity::kError)) return;
   const std::vector<int> ends = ProgressFacts(rules);
   const StoryFacts facts = ResolveStoryFacts(rules);
   for (int s : state.LiveSubjects()) {

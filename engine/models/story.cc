@@ -223,10 +223,10 @@ std::vector<int> ProgressFacts(const RuleSet& rules) {
   return out;
 }
 
-bool AnyErrorLine(const JobState& state) {
+bool AnyLineAtLeast(const JobState& state, Severity severity) {
   for (const auto& kv : state.line_findings()) {
     const int r = kv.second.rule;
-    if (r >= 0 && state.rules().rules()[r].spec.finding.severity >= Severity::kError) return true;
+    if (r >= 0 && state.rules().rules()[r].spec.finding.severity >= severity) return true;
   }
   return false;
 }
@@ -363,7 +363,7 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   const StoryFacts facts = ResolveStoryFacts(rules);
   const std::vector<int> ends = ProgressFacts(rules);
   // An error line shows how the run ended, whoever printed it ("Test NCCL failure").
-  if (AnyErrorLine(state)) return;
+  if (AnyLineAtLeast(state, Severity::kError)) return;
   // (A warning of context role, a corrected PCIe error say, sets no verdict:
   // it does not speak for the run either.)
   Severity worst_line = Severity::kInfo;
@@ -433,13 +433,11 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
 void Checks::EndedAbnormally(const CompiledCorrelation& c) const {
   // A warning of its own (an NCCL WARN, a configuration the run could not
   // use) may be the cause: it stays the headline.
-  const RuleSet& rules = state.rules();
-  for (const auto& kv : state.line_findings()) {
-    if (kv.second.rule >= 0 && rules.rules()[kv.second.rule].spec.finding.severity >= Severity::kWarning) return;
-  }
+  if (AnyLineAtLeast(state, Severity::kWarning)) return;
   for (const Finding& f : *out) {
     if (f.severity >= Severity::kWarning) return;
   }
+  const RuleSet& rules = state.rules();
   struct Sign {
     Fact fact;
     const char* what;

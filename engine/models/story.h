@@ -67,9 +67,9 @@ inline bool HasAnyFact(const Subject& sub, const std::vector<int>& facts) {
   }
   return false;
 }
-// Some line finding is of severity error or above (whoever printed it: it
-// shows how the run ended).
-bool AnyErrorLine(const JobState& state);
+// Some line finding is of `severity` or above, whoever printed it (at error:
+// it shows how the run ended).
+bool AnyLineAtLeast(const JobState& state, Severity severity);
 
 }  // namespace ncclscan
 

@@ -19,6 +19,7 @@
 
 #include "engine/state/job_state.h"
 #include "parsers/line_parser.h"
+#include "parsers/text_util.h"
 #include "rules/rule_set.h"
 
 namespace ncclscan {
@@ -133,9 +134,7 @@ struct Chunk {
   // indent are read without it.
   std::string indent;
   std::string_view Dedent(std::string_view row) const {
-    if (!indent.empty() && row.size() >= indent.size() && row.compare(0, indent.size(), indent) == 0) {
-      row.remove_prefix(indent.size());
-    }
+    if (!indent.empty() && StartsWith(row, indent)) row.remove_prefix(indent.size());
     return row;
   }
   // An srun label and an explicit [rankN] disagreed on a line: the first such

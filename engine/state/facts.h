@@ -150,8 +150,6 @@ class FactSlots {
   }
   // Room for `n` more values without growing (a merge reserves what it adds).
   void Reserve(size_t n) { slots_.reserve(slots_.size() + n); }
-  // Gives back the room growth left (a subject's facts are set one at a time).
-  void Compact() { slots_.shrink_to_fit(); }
   // The values set, as (fact, value) in fact order.
   const std::vector<std::pair<int, V>>& slots() const { return slots_; }
   std::vector<std::pair<int, V>>& slots() { return slots_; }

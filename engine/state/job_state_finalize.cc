@@ -14,13 +14,6 @@ namespace ncclscan {
 
 void JobState::Finalize() {
   finalized_ = false;
-  // The subjects' facts were set one at a time: give back the room their
-  // growth left before the merges below copy them (a 2048-rank job: a fifth
-  // of the peak).
-  for (Subject& s : subjects_.all) {
-    s.facts.Compact();
-    s.keyed.Compact();
-  }
   ResolvePointerComms();
   ResolveHosts();
   JoinKernelSubjects();
