@@ -54,6 +54,8 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
     ex->has_primary = true;
     if (p.is_null()) {
       ex->primary_null = true;
+    } else if (p.get_string().get(s) == simdjson::SUCCESS) {
+      ex->primary_rule = std::string(s);  // "primary": "RULE", the rule alone
     } else {
       if (p["rule"].get_string().get(s) == simdjson::SUCCESS) ex->primary_rule = std::string(s);
       if (p["category"].get_string().get(s) == simdjson::SUCCESS) ex->primary_category = std::string(s);
