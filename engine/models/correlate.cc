@@ -410,17 +410,31 @@ void Absence(CorrelationCtx& x) {
 }
 
 void MissingRanks(CorrelationCtx& x) {
+  const int nccltests_rank = x.state.rules().fact(Fact::kNccltestsRank);
   for (const auto& kv : x.state.comms()) {
     const CommInfo& ci = kv.second;
     if (ci.nranks <= 1) continue;
     std::set<int> seen = ci.RanksSeen();
     int n = static_cast<int>(seen.size());
+    // A rank nccl-tests' banner places in a process that logged this
+    // communicator (one process driving several GPUs, -g N) ran: its lines
+    // are cut from the excerpt or its init is still going, never a rank that
+    // did not start or crashed apart from the others.
+    for (int s : ci.subjects) {
+      const FactValue* banner = nccltests_rank >= 0 ? x.state.subjects()[s].Get(nccltests_rank) : nullptr;
+      if (!banner) continue;
+      for (const std::string& r : banner->values) {
+        long double v;
+        if (ParseNumber(r, false, &v) && v >= 0 && v < ci.nranks) seen.insert(static_cast<int>(v));
+      }
+    }
     // One rank's log, or a dump of a few ranks, is an excerpt, not a job with missing ranks.
     if (n < 2 || n >= ci.nranks || n * 2 < ci.nranks) continue;
     std::vector<int> missing;
     for (int r = 0; r < ci.nranks; ++r) {
       if (!seen.count(r)) missing.push_back(r);
     }
+    if (missing.empty()) continue;
     Finding f =
         x.Make({}, {{"missing", CompactRanks(missing)}, {"nranks", std::to_string(ci.nranks)}, {"comm", ci.id}}, ci.id);
     f.ranks = missing;
