@@ -128,13 +128,48 @@ Checks::Waiting Checks::CollectWaiting(StoreWaits which) const {
 
 int Checks::InferredWorld(const std::set<int>& present) const { return present.empty() ? 0 : *present.rbegin() + 1; }
 
+// The size of the group a waiting rank's collective ran in, where its
+// watchdog line gives the element counts (PyTorch 2.2+: "NumelIn=…,
+// NumelOut=…"): an all-gather's output holds every member's input, a
+// reduce-scatter's input every member's output. 0 where no line says.
+int Checks::GroupSizeByNumel(const Waiting& w) const {
+  const int size_fact = state.rules().fact(Fact::kWorkSize);
+  if (size_fact < 0 || w.op.empty()) return 0;
+  // (PyTorch prints OpType in capitals: ALLGATHER, _REDUCE_SCATTER_BASE, …)
+  const bool gather = w.op.find("ALLGATHER") != std::string::npos;
+  if (!gather && w.op.find("REDUCE_SCATTER") == std::string::npos) return 0;
+  const std::string key = w.op + " #" + w.seq;  // work_size's key (a cut line's has a suffix)
+  const std::set<int> waiting(w.ranks.begin(), w.ranks.end());
+  int size = 0;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (!waiting.count(sub.rank) || size_fact >= static_cast<int>(sub.keyed.size())) continue;
+    for (const auto& [k, v] : sub.keyed[size_fact]) {
+      if (k != key) continue;
+      const size_t slash = v.value.find('/');
+      long double in, out;
+      if (slash == std::string::npos || !ParseNumber(std::string_view(v.value).substr(0, slash), false, &in) ||
+          !ParseNumber(std::string_view(v.value).substr(slash + 1), false, &out) || in <= 0 || out <= 0)
+        continue;
+      const long double whole = gather ? out : in, part = gather ? in : out;
+      const long double n = whole / part;
+      if (n >= 2 && n < kMaxRanks && n == static_cast<long double>(static_cast<int64_t>(n)))
+        size = std::max(size, static_cast<int>(n));
+    }
+  }
+  return size;
+}
+
 std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>& present, int* world,
                                           bool* inferred) const {
   *world = WorldSize();
   *inferred = *world == 0 && !present.empty();
   // No world size printed anywhere: ranks are numbered from 0, so every rank
-  // below the highest that reported exists.
-  if (*inferred) *world = InferredWorld(present);
+  // below the highest that reported exists; and as many as the collective's
+  // element counts say take part in it (the rank above the highest reporter
+  // is then named too). Either is a lower bound, so elimination keeps the
+  // guards of an inferred world.
+  if (*inferred) *world = std::max(InferredWorld(present), GroupSizeByNumel(w));
   std::vector<int> missing;
   for (int r = 0; r < *world; ++r) {
     if (!present.count(r)) missing.push_back(r);
@@ -170,10 +205,14 @@ void Checks::NeverJoined(const CompiledCorrelation& c) const {
   bool inferred;
   const std::vector<int> missing = NeverJoinedRanks(w, present, &world, &inferred);
   if (missing.empty()) return;
-  const std::string source =
-      inferred ? fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
-                             *present.rbegin())
-               : " (its own logs say so)";
+  std::string source = " (its own logs say so)";
+  if (inferred && world > InferredWorld(present)) {
+    source = fmt::format(" at least (no world size is printed, but the element counts of {} say {} ranks take part)",
+                         WhereWaited(w), world);
+  } else if (inferred) {
+    source = fmt::format(" at least (no world size is printed, but ranks count from 0 and rank {} reported)",
+                         *present.rbegin());
+  }
   // A missing rank whose start a shared line printed ("GLOBAL_RANK: 3") began
   // and stopped: its start line is the first evidence, not the reporters'.
   std::vector<int> started;

@@ -75,6 +75,10 @@ struct Checks {
   // The world by elimination when no input states its size: ranks count from
   // 0, so every rank below the highest present exists. 0 when nothing is present.
   int InferredWorld(const std::set<int>& present) const;
+  // The size of the group the waited collective ran in, by its element counts
+  // (all-gather: NumelOut / NumelIn; reduce-scatter: NumelIn / NumelOut); 0
+  // where no watchdog line gives them.
+  int GroupSizeByNumel(const Waiting& w) const;
   // The process groups the waiting ranks name (watchdog and status lines);
   // empty when no line names one (PyTorch before 2.2).
   std::set<std::string> WaitingGroups(const Waiting& w) const;
