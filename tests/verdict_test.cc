@@ -439,6 +439,23 @@ TEST(Verdict, StoppedInTheFirstCollectiveIsSaid) {
   EXPECT_EQ(explain(5).find("first collective"), std::string::npos);
 }
 
+// A bare "NCCL version" banner (no host:pid prefix, as NCCL prints it) is no
+// process: it neither counts among the processes that stopped nor lags
+// behind them (the text once said ":-1 stopped earlier, at the version banner").
+TEST(Verdict, ABareBannerIsNoProcessThatStoppedEarlier) {
+  TempDir dir;
+  ScanOptions opts;
+  opts.jobs = 1;
+  std::string log = "NCCL version 2.21.5+cuda12.4\n";
+  for (int r = 0; r < 2; ++r) log += Nccl(r, "Bootstrap : Using eth0:10.0.0.1<0>");
+  Analysis a = Analyze(BuiltInRules(), {dir.Write("job.log", log)}, opts);
+  ASSERT_GE(a.diagnosis.primary, 0);
+  const Finding& f = a.diagnosis.findings[a.diagnosis.primary];
+  EXPECT_EQ(f.rule_id, "RUN-STOPPED-IN-INIT");
+  EXPECT_EQ(f.explanation.find("stopped earlier"), std::string::npos) << f.explanation;
+  EXPECT_NE(f.explanation.find("The logs of 2 process(es)"), std::string::npos) << f.explanation;
+}
+
 // A check that breaks an invariant (here an injected throw) is named in the
 // diagnosis and the rest of it stands; a clean result is then only partial.
 TEST(Verdict, ACheckThatThrowsIsNamedAndTheRestOfTheDiagnosisStands) {

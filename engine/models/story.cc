@@ -253,6 +253,14 @@ void Checks::Stopped(const CompiledCorrelation& c) const {
     if (p.stage != Stage::kNone) stories.emplace_back(s, p);
   }
   if (stories.empty()) return;
+  // Lines that name no process (a bare "NCCL version …" banner) are no
+  // process's story: where processes are named, they neither count nor lag.
+  auto anonymous = [&](const std::pair<int, StoryPoint>& sp) {
+    const Subject& sub = state.subjects()[sp.first];
+    return sub.rank < 0 && sub.pid < 0;
+  };
+  if (!std::all_of(stories.begin(), stories.end(), anonymous))
+    stories.erase(std::remove_if(stories.begin(), stories.end(), anonymous), stories.end());
   Stage low = Stage::kCollectives, high = Stage::kNone;
   for (const auto& [s, p] : stories) {
     low = std::min(low, p.stage);
