@@ -490,6 +490,10 @@ Strip StripGrepPrefix(std::string_view* s, ParsedLine* out) {
   size_t colon = t.find(':');
   if (colon == std::string_view::npos || colon == 0) return Strip::kNotThis;
   std::string_view tok = t.substr(0, colon);
+  // bash names the script it runs the same way: "./run.sh: line 48: 28 Killed
+  // python3 …" is the shell's own message, not a grep match.
+  if (StartsWith(t.substr(colon + 1), " line ") && colon + 7 < t.size() && IsDigit(t[colon + 7]))
+    return Strip::kNotThis;
   if (IsFileLikeToken(tok)) {
     std::string_view u = t.substr(colon + 1);
     int64_t n;
