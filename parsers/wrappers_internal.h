@@ -17,6 +17,8 @@ enum class Strip { kNotThis, kStripped, kNoWrapper };
 
 // A token that can be a host name: letters, digits, '-', '.', '_', one letter at least.
 bool LooksLikeHostToken(std::string_view t);
+// Does `s` start like an inner header we know (so a preceding "x: " is a wrapper)?
+bool StartsLikeHeader(std::string_view s);
 // Syslog "Nov 22 10:15:32 host app[123]: " and ctime "Thu Jan 23 11:55:50 2025".
 Strip StripSyslogOrCtime(std::string_view* s, ParsedLine* out);
 
@@ -38,6 +40,10 @@ bool StripBracketedIsoTime(std::string_view* s, size_t close, ParsedLine* out);
 Strip StripDeterminedId(std::string_view* s, ParsedLine* out);
 // Ray's "(RayWorkerWrapper pid=270291, ip=10.1.2.3) ", vLLM's "(VllmWorker rank=2 pid=55723) ".
 Strip StripRayPrefix(std::string_view* s, ParsedLine* out);
+
+// grep (wrappers_grep.cc): -H / -n "path:", "path:123:", "123:" before a known
+// header, and context lines "path-123-".
+Strip StripGrepPrefix(std::string_view* s, ParsedLine* out);
 
 }  // namespace ncclscan::wrappers_internal
 
