@@ -133,6 +133,8 @@ const std::vector<EngineFact>& EngineFacts() {
        "the mismatch check: each rank's call as TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint lines name it"},
       {Fact::kWorkersStopped, "workers_stopped", MergeMode::kFirst, false, KeyKind::kName,
        "the run's story: a launcher stopped a node's remaining workers (one had failed), an abnormal end"},
+      {Fact::kJobEnd, "job_end", MergeMode::kFirst, false, KeyKind::kName,
+       "the run's story: the whole job shows its end, not one process (stopped_collectives)"},
   };
   return kFacts;
 }

@@ -83,6 +83,7 @@ enum class Fact : int {
   kRankStartedLast,
   kCollectiveFingerprint,
   kWorkersStopped,
+  kJobEnd,
   kCount
 };
 inline constexpr int kNumEngineFacts = static_cast<int>(Fact::kCount);

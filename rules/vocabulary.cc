@@ -57,6 +57,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kNeverStarted, "never_started"},
       {CollectiveCheck::kStartedTwice, "started_twice"},
       {CollectiveCheck::kEndedAbnormally, "ended_abnormally"},
+      {CollectiveCheck::kEndedPartly, "ended_partly"},
   };
   return kRows;
 }
@@ -114,10 +115,11 @@ const std::vector<CorrelationKindInfo>& CorrelationKinds() {
        {"check"},
        {"check"},
        // engine/models/consensus.h: what each check fills in; from `processes`
-       // on, the run's story (checks stopped, stopped_collectives, no_progress).
+       // on, the run's story (checks stopped, stopped_collectives, no_progress,
+       // ended_abnormally, ended_partly).
        {"group",  "seq",    "op",      "value",     "majority", "fields", "reporters", "missing",
         "nranks", "source", "trace",   "processes", "stage",    "next",   "behind",    "causes",
-        "test",   "first",  "reached", "lines",     "init",     "how"}},
+        "test",   "first",  "reached", "lines",     "init",     "how",    "ended",     "others"}},
   };
   return kKinds;
 }

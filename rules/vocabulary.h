@@ -77,6 +77,7 @@ enum class CollectiveCheck : int {
   kNeverStarted,
   kStartedTwice,
   kEndedAbnormally,
+  kEndedPartly,
   kCount
 };
 const char* CheckName(CollectiveCheck c);

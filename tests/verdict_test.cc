@@ -105,6 +105,14 @@ INSTANTIATE_TEST_SUITE_P(
             "incomplete",
             "RUN-STOPPED-IN-COLLECTIVES",
             ""},
+        // One rank tore its communicator down, the other stopped after init: the
+        // run's end is shown for one rank only (RUN-STOPPED-IN-COLLECTIVES stays
+        // silent once any process shows its end).
+        Row{"ended_on_one_rank_only",
+            {InitLines(0, 2, true) + Destroy(0), InitLines(1, 2, true)},
+            "incomplete",
+            "RUN-ENDED-ON-SOME-RANKS",
+            ""},
         // PyTorch's own words, none of which shows a stage, an error or an end.
         Row{"no_progress_shown",
             {"[rank0]:[W101 00:00:01.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 "
@@ -377,14 +385,25 @@ INSTANTIATE_TEST_SUITE_P(
             "ok",
             "",
             ""},
-        // ... or with PyTorch's warning at program exit.
+        // ... or with PyTorch's warning at program exit, which every process prints.
         Row{"collectives_then_program_exit",
             {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) +
                  "[rank0]:[W205 18:00:34.953145631 ProcessGroupNCCL.cpp:1538] Warning: WARNING: "
                  "destroy_process_group() was not called before program exit, which can leak resources.\n",
-             InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
+             InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1) +
+                 "[rank1]:[W205 18:00:34.953145632 ProcessGroupNCCL.cpp:1538] Warning: WARNING: "
+                 "destroy_process_group() was not called before program exit, which can leak resources.\n"},
             "ok",
             "",
+            ""},
+        // ... but where only rank 0 shows it, rank 1's end is not in the logs.
+        Row{"collectives_then_program_exit_on_one_rank",
+            {InitLines(0, 2, true) + Coll(0, 0) + Coll(0, 1) +
+                 "[rank0]:[W205 18:00:34.953145631 ProcessGroupNCCL.cpp:1538] Warning: WARNING: "
+                 "destroy_process_group() was not called before program exit, which can leak resources.\n",
+             InitLines(1, 2, true) + Coll(1, 0) + Coll(1, 1)},
+            "incomplete",
+            "RUN-ENDED-ON-SOME-RANKS",
             ""},
         // ... but a watchdog timeout is the run's story, not the logs' end.
         Row{"collectives_then_timeout",

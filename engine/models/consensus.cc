@@ -440,6 +440,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kEndedAbnormally:
           x.EndedAbnormally(c);
           break;
+        case CollectiveCheck::kEndedPartly:
+          x.EndedPartly(c);
+          break;
         case CollectiveCheck::kShmDespiteNvlink:
           x.ShmDespiteNvlink(c);
           break;

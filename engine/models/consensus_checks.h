@@ -122,6 +122,9 @@ struct Checks {
   void NoProgress(const CompiledCorrelation& c) const;
   // The logs show an abnormal end and nothing says why (story.cc).
   void EndedAbnormally(const CompiledCorrelation& c) const;
+  // Some ranks show the end of their program, others do not (or printed
+  // nothing, below the highest rank that did): "incomplete", never "ok".
+  void EndedPartly(const CompiledCorrelation& c) const;
   // nccltests.cc: nccl-tests' best bus bandwidth against what the transports
   // NCCL chose in the same log carry.
   void NcclTestsBandwidth(const CompiledCorrelation& c) const;
