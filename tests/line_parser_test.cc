@@ -160,9 +160,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"grep_n", std::string("1207:") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, -2, -2,
              nullptr, nullptr, 1207},
         // bash's "script: line N: …" names a script path, which is no grep prefix.
-        Case{"bash_script_line", "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server",
-             Family::kOther, "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server",
-             nullptr, -1, -2, -2, -2, nullptr, nullptr},
+        Case{"bash_script_line",
+             "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server", Family::kOther,
+             "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server", nullptr, -1, -2,
+             -2, -2, nullptr, nullptr},
         Case{"grep_context", std::string("logs/rank3.log-1208-") + kInfo, Family::kNccl, "Using network IB", "gpu-a17",
              48213, 3, -2, -2, nullptr, "logs/rank3.log", 1208},
         Case{"srun", std::string(" 3: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, 3},
