@@ -431,6 +431,18 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
   Emit(c, {}, {}, vars, "run", ev);
 }
 
+namespace {
+
+// A line, or a finding of the checks before, at warning or above: something
+// the logs say that may be the cause, which the story's last words (an end
+// nobody explains, an end on some ranks only) leave in the lead.
+bool AnyWarning(const JobState& state, const std::vector<Finding>& found) {
+  return AnyLineAtLeast(state, Severity::kWarning) ||
+         std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.severity >= Severity::kWarning; });
+}
+
+}  // namespace
+
 // ended_abnormally: the logs show that the run ended abnormally — torchrun's
 // failure table or a worker's exit code, a crash or an OOM of a process's own,
 // a launcher stopping a node's remaining workers — yet no line at warning or
@@ -441,10 +453,7 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
 void Checks::EndedAbnormally(const CompiledCorrelation& c) const {
   // A warning of its own (an NCCL WARN, a configuration the run could not
   // use) may be the cause: it stays the headline.
-  if (AnyLineAtLeast(state, Severity::kWarning)) return;
-  for (const Finding& f : *out) {
-    if (f.severity >= Severity::kWarning) return;
-  }
+  if (AnyWarning(state, *out)) return;
   const RuleSet& rules = state.rules();
   struct Sign {
     Fact fact;
@@ -498,10 +507,7 @@ void Checks::EndedAbnormally(const CompiledCorrelation& c) const {
 // never got there (waiting in a collective the finished ranks skipped, or in
 // work of their own). The verdict is "incomplete", never "ok" (DESIGN §10).
 void Checks::EndedPartly(const CompiledCorrelation& c) const {
-  if (!state.flight_recorders().empty() || AnyLineAtLeast(state, Severity::kWarning)) return;
-  for (const Finding& f : *out) {
-    if (f.severity >= Severity::kWarning) return;
-  }
+  if (!state.flight_recorders().empty() || AnyWarning(state, *out)) return;
   const RuleSet& rules = state.rules();
   const int end = rules.fact(Fact::kCleanEnd), job_end = rules.fact(Fact::kJobEnd);
   const int timeout = rules.fact(Fact::kTimeoutSeq), last_line = rules.fact(Fact::kLastLine);
