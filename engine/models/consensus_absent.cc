@@ -144,18 +144,17 @@ int Checks::GroupSizeByNumel(const Waiting& w) const {
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     if (!waiting.count(sub.rank) || size_fact >= static_cast<int>(sub.keyed.size())) continue;
-    for (const auto& [k, v] : sub.keyed[size_fact]) {
-      if (k != key) continue;
-      const size_t slash = v.value.find('/');
-      long double in, out;
-      if (slash == std::string::npos || !ParseNumber(std::string_view(v.value).substr(0, slash), false, &in) ||
-          !ParseNumber(std::string_view(v.value).substr(slash + 1), false, &out) || in <= 0 || out <= 0)
-        continue;
-      const long double whole = gather ? out : in, part = gather ? in : out;
-      const long double n = whole / part;
-      if (n >= 2 && n < kMaxRanks && n == static_cast<long double>(static_cast<int64_t>(n)))
-        size = std::max(size, static_cast<int>(n));
-    }
+    auto it = sub.keyed[size_fact].find(key);
+    if (it == sub.keyed[size_fact].end()) continue;
+    const std::string_view v = it->second.value;  // "NumelIn/NumelOut"
+    const size_t slash = v.find('/');
+    long double in, out;
+    if (slash == std::string_view::npos || !ParseNumber(v.substr(0, slash), false, &in) ||
+        !ParseNumber(v.substr(slash + 1), false, &out) || in <= 0 || out <= 0)
+      continue;
+    const long double n = gather ? out / in : in / out;
+    if (n >= 2 && n < kMaxRanks && n == static_cast<long double>(static_cast<int64_t>(n)))
+      size = std::max(size, static_cast<int>(n));
   }
   return size;
 }
