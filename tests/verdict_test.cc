@@ -56,6 +56,15 @@ std::string Destroy(int rank) {
                         "000 - Destroy COMPLETE");
 }
 
+// Rank `rank`'s own collective timed out (PyTorch 2.5+ wording).
+std::string DumpSignal(int rank) {
+  const std::string r = std::to_string(rank);
+  return "[rank" + r + "]:[E801 01:01:39.254662130 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank " +
+         r +
+         "] Received a dump signal due to a collective timeout from this local rank and we will try our best to dump "
+         "the debug info. Last enqueued NCCL work: 9, last completed NCCL work: 6.\n";
+}
+
 struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
@@ -112,6 +121,19 @@ INSTANTIATE_TEST_SUITE_P(
             {InitLines(0, 2, true) + Destroy(0), InitLines(1, 2, true)},
             "incomplete",
             "RUN-ENDED-ON-SOME-RANKS",
+            ""},
+        // A flight-recorder dump signal exists only because a collective timed
+        // out: with no watchdog line in the excerpt it is what shows the hang
+        // (corpus prime-rl-3186); beside the watchdog line it is a symptom.
+        Row{"dump_signal_alone_is_a_hang",
+            {InitLines(0, 2, true) + DumpSignal(1), InitLines(1, 2, true)},
+            "hung",
+            "TORCH-DUMP-SIGNAL",
+            ""},
+        Row{"dump_signal_below_the_watchdog_timeout",
+            {InitLines(0, 2, true) + Timeout(0, 7) + DumpSignal(0), InitLines(1, 2, true) + Timeout(1, 7)},
+            "hung",
+            "TORCH-WATCHDOG-TIMEOUT",
             ""},
         // PyTorch's own words, none of which shows a stage, an error or an end.
         Row{"no_progress_shown",
