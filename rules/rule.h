@@ -198,7 +198,7 @@ struct CorrelationRule {
   Located<std::string> present;
   Located<std::string> absent;
   Select select = Select::kMin;
-  Located<std::string> require;
+  std::vector<Located<std::string>> require;  // extreme: facts of which some subject must have one
   int min_reporters = 2;
   bool silent_is_behind = false;    // extreme: ranks that never reported count as behind
   bool ignore_unset = false;        // consensus on a keyed fact: compare only subjects that have the key

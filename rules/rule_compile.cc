@@ -449,7 +449,7 @@ void RuleLoader::CompileCorrelation(RuleSet* rs, const CorrelationRule* c, const
       break;
     case CorrelationKind::kExtreme:
       cc.fact = need_fact(c->fact);
-      cc.require = need_fact(c->require);
+      for (const auto& r : c->require) cc.require.push_back(need_fact(r));
       break;
     case CorrelationKind::kFirstInTime:
     case CorrelationKind::kPeerMap:

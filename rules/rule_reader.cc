@@ -369,7 +369,7 @@ void RuleReader::ReadCorrelation(const RuleNode& n) {
       OneOf(v, "select", "min", "max", &s);
       c.select = s == "max" ? Select::kMax : Select::kMin;
     } else if (key == "require")
-      Scalar(v, "require", &c.require);
+      StringList(v, "require", &c.require);
     else if (key == "finding")
       ReadFinding(v, &c.finding);
     else if (key == "references")

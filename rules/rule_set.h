@@ -210,7 +210,7 @@ struct CompiledCorrelation {
   int fact = -1;
   int present = -1;
   int absent = -1;
-  int require = -1;
+  std::vector<int> require;  // extreme: any of these facts (empty: no requirement)
   int population = -1;
   std::vector<int> where_facts;
   Template explanation;

@@ -65,6 +65,16 @@ std::string DumpSignal(int rank) {
          "the debug info. Last enqueued NCCL work: 9, last completed NCCL work: 6.\n";
 }
 
+// The watchdog's work status (PyTorch 2.3-2.6) of rank `rank`: failed at work
+// `seq`, the one after its last completed.
+std::string WorkStatus(int rank, int seq) {
+  const std::string r = std::to_string(rank);
+  return "[rank" + r + "]:[E1122 10:15:3" + r + ".123456789 ProcessGroupNCCL.cpp:1664] [PG 1 Rank " + r +
+         "] Exception (either an error or timeout) detected by watchdog at work: " + std::to_string(seq) +
+         ", last enqueued NCCL work: " + std::to_string(seq + 2) +
+         ", last completed NCCL work: " + std::to_string(seq - 1) + ".\n";
+}
+
 struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
@@ -125,16 +135,27 @@ INSTANTIATE_TEST_SUITE_P(
         // A flight-recorder dump signal exists only because a collective timed
         // out: with no watchdog line in the excerpt it is what shows the hang
         // (corpus prime-rl-3186); beside the watchdog line it is a symptom.
-        Row{"dump_signal_alone_is_a_hang",
-            {InitLines(0, 2, true) + DumpSignal(1), InitLines(1, 2, true)},
+        Row{"dump_signal_alone_is_a_hang", {InitLines(0, 1, true) + DumpSignal(0)}, "hung", "TORCH-DUMP-SIGNAL", ""},
+        // The rank that signalled its own timeout waited; the rank that printed
+        // nothing after init is the one it waited for.
+        Row{"dump_signal_names_the_silent_rank",
+            {InitLines(0, 2, true), InitLines(1, 2, true) + DumpSignal(1)},
             "hung",
-            "TORCH-DUMP-SIGNAL",
-            ""},
+            "DIVERGENT-RANK",
+            "0"},
         Row{"dump_signal_below_the_watchdog_timeout",
             {InitLines(0, 2, true) + Timeout(0, 7) + DumpSignal(0), InitLines(1, 2, true) + Timeout(1, 7)},
             "hung",
             "TORCH-WATCHDOG-TIMEOUT",
             ""},
+        // Only the watchdog's work status survives in the excerpt (no "Watchdog
+        // caught" line): it is printed only after a failure, so the rank behind in
+        // completed work is still named.
+        Row{"work_status_only_names_the_rank_behind",
+            {WorkStatus(0, 4711), WorkStatus(1, 4711), WorkStatus(2, 4711), WorkStatus(3, 4710)},
+            "hung",
+            "DIVERGENT-RANK",
+            "3"},
         // PyTorch's own words, none of which shows a stage, an error or an end.
         Row{"no_progress_shown",
             {"[rank0]:[W101 00:00:01.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 "

@@ -66,6 +66,14 @@ bool CaughtUp(const CorrelationCtx& x, const std::set<int>& reporters, const Sub
   return shared > 0;
 }
 
+// The subject has one of the facts `require` names (none named: false).
+bool HasAnyRequired(const CorrelationCtx& x, const Subject& sub) {
+  for (int f : x.c.require) {
+    if (f >= 0 && sub.Has(f)) return true;
+  }
+  return false;
+}
+
 // The ranks that reported nothing (silent_is_behind: they count as the ones behind).
 std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& reporters) {
   std::vector<int> silent;
@@ -73,7 +81,7 @@ std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& re
   for (int s : x.live) {
     const Subject& sub = x.state.subjects()[s];
     if (sub.rank < 0 || reporters.count(s)) continue;
-    if (x.c.require >= 0 && sub.Has(x.c.require)) continue;
+    if (HasAnyRequired(x, sub)) continue;
     // Its own watchdog fired (a flight-recorder notice of its timeout): it waited too,
     // its timeout line is only missing from the excerpt.
     if (fired >= 0 && sub.Has(fired)) continue;
@@ -161,9 +169,9 @@ void EmitExtreme(CorrelationCtx& x, const FactSpec& spec, const std::string& key
 
 void Extreme(CorrelationCtx& x) {
   const FactSpec& spec = x.state.rules().facts()[x.c.fact];
-  if (x.c.require >= 0) {
+  if (!x.c.require.empty()) {
     bool any = false;
-    for (int s : x.live) any |= x.state.subjects()[s].Has(x.c.require);
+    for (int s : x.live) any |= HasAnyRequired(x, x.state.subjects()[s]);
     if (!any) return;
   }
   auto values = x.Values(x.c.fact);
