@@ -340,6 +340,12 @@ void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::str
       if (!vars.count(g.value)) im.Error(g.pos, "E-TEMPLATE", "group_by names unknown variable '" + g.value + "'");
       cr->group_by.push_back(g.value);
     }
+    for (const KnownIssue& k : r.known_issues) {
+      if (!k.when.value.empty() && r.finding.group_by.empty()) {
+        im.Error(k.when.pos, "E-BAD-VALUE", "known issue " + k.url.value + " has 'when' but the rule has no group_by",
+                 "'when' selects the findings whose group_by values contain it; without group_by there is one");
+      }
+    }
   } else if (cr->facts.empty() && !cr->has_identity && r.remember.empty()) {
     im.Error(r.id.pos, "E-MISSING-KEY",
              "rule " + r.id.value + " sets no facts, no identity, remembers nothing and has no finding",

@@ -201,7 +201,7 @@ void RuleReader::ReadReferences(const RuleNode& n, std::vector<std::string>* url
     KnownIssue k;
     k.url.pos = Pos(e);
     bool have_url = false;
-    ForEachKey(e, "known issue", {"url", "title", "component", "affected", "fixed_in", "affected_only"},
+    ForEachKey(e, "known issue", {"url", "title", "component", "affected", "fixed_in", "affected_only", "when"},
                [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                  if (key == "url") {
                    have_url = Scalar(v, "url", &k.url) && url_ok(k.url);
@@ -229,6 +229,8 @@ void RuleReader::ReadReferences(const RuleNode& n, std::vector<std::string>* url
                  } else if (key == "affected_only") {
                    k.affected_only_pos = Pos(v);
                    Bool(v, "affected_only", &k.affected_only);
+                 } else if (key == "when") {
+                   Scalar(v, "when", &k.when);
                  }
                });
     if (!have_url) {

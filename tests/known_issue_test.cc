@@ -145,7 +145,7 @@ TEST(KnownIssueLoader, RejectsUnknownKeyMissingPartsAndInconsistentVersions) {
             "t.yaml:10:9: error: unknown key 'titel' in known issue [E-UNKNOWN-KEY]\n"
             "            titel: t\n"
             "            ^\n"
-            "help: allowed keys: affected, affected_only, component, fixed_in, title, url\n"
+            "help: allowed keys: affected, affected_only, component, fixed_in, title, url, when\n"
             "t.yaml:9:9: error: known issue https://github.com/NVIDIA/nccl/issues/1 needs a 'title' [E-MISSING-KEY]\n"
             "          - url: https://github.com/NVIDIA/nccl/issues/1\n"
             "            ^\n"
@@ -265,6 +265,32 @@ TEST_F(KnownIssueScan, ReferenceThatIsNotVersionBoundSaysShouldBeFixed) {
   EXPECT_EQ(KnownIssueLine(f->known_issues[1]),
             "known issue: another mechanism (https://github.com/NVIDIA/nccl/issues/2), fixed in NCCL 2.20.3; should "
             "be fixed in this version (NCCL 2.20.3): if it still happens, look further");
+}
+
+// `when:` ties an issue to some of a rule's findings: TORCH-CUDA-ERROR's NCCL
+// 2.28.3 issues concern "no kernel image", not every CUDA error (corpus
+// m4-logs-tr141-exp2 carried them under "unknown error").
+TEST(KnownIssueWhen, OnlyTheFindingsWhoseGroupContainsIt) {
+  TempDir logs;
+  auto issues_of = [&](const std::string& err) {
+    const std::string path = logs.Write("r.log", "[rank0]: RuntimeError: CUDA error: " + err + "\n");
+    Analysis a = Analyze(BuiltInRules(), {path}, ScanOptions());
+    for (const Finding& f : a.diagnosis.findings) {
+      if (f.rule_id == "TORCH-CUDA-ERROR") return f.known_issues.size();
+    }
+    return size_t{99};
+  };
+  EXPECT_EQ(issues_of("no kernel image is available for execution on the device"), 2u);
+  EXPECT_EQ(issues_of("unknown error"), 0u);
+}
+
+TEST(KnownIssueLoader, WhenNeedsGroupBy) {
+  EXPECT_NE(Load(RuleWithReferences("      - url: https://github.com/NVIDIA/nccl/issues/1176\n"
+                                    "        title: bootstrap messages reordered\n"
+                                    "        fixed_in: \"2.21.5\"\n"
+                                    "        when: \"256\"\n"))
+                .find("has 'when' but the rule has no group_by"),
+            std::string::npos);
 }
 
 // Every built-in known issue is well formed (the loader checked it) and names

@@ -391,6 +391,8 @@ void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
     f.known_issues.clear();
     bool drop = false;
     for (const KnownIssue& k : *it->second) {
+      // An issue of one of the rule's groups (one CUDA error of several).
+      if (!k.when.value.empty() && f.group.find(k.when.value) == std::string::npos) continue;
       const int fact = k.component == "torch" ? torch : nccl;
       KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, live, f, fact));
       drop |= k.affected_only && (n.status == "fixed" || n.status == "not_affected");
