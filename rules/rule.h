@@ -97,8 +97,9 @@ struct KnownIssue {
   // where the log's version is affected (or not known). At most one per rule.
   bool affected_only = false;
   SourcePos affected_only_pos;
-  // `when: TEXT`: the issue applies only to the rule's findings whose group_by
-  // values contain TEXT (one CUDA error string of several, say); "" = all.
+  // `when: REGEX`: the issue applies only to the rule's findings one of whose
+  // group_by values REGEX matches in full (one CUDA error of several, one IB
+  // completion status); "" = all.
   Located<std::string> when;
 
   // Whether version v (of `component`) has the issue.

@@ -282,6 +282,22 @@ TEST(KnownIssueWhen, OnlyTheFindingsWhoseGroupContainsIt) {
   };
   EXPECT_EQ(issues_of("no kernel image is available for execution on the device"), 2u);
   EXPECT_EQ(issues_of("unknown error"), 0u);
+  // A number matches in full: status 4's issue is not status 14's.
+  auto titles_of = [&](const std::string& status) {
+    const std::string path = logs.Write("ib.log",
+                                        "n1:7:9 [3] transport/net_ib.cc:1700 NCCL WARN NET/IB : Got "
+                                        "completion from peer 10.1.0.9<40312> with status=" +
+                                            status + " opcode=1 len=0 vendor err 129 (Send)\n");
+    Analysis a = Analyze(BuiltInRules(), {path}, ScanOptions());
+    std::string titles;
+    for (const Finding& f : a.diagnosis.findings) {
+      for (const auto& k : f.known_issues) titles += k.issue->title.substr(0, 9) + ";";
+    }
+    return titles;
+  };
+  EXPECT_EQ(titles_of("12"), "status 12;");
+  EXPECT_EQ(titles_of("4"), "status 4 ;");
+  EXPECT_EQ(titles_of("14"), "");
 }
 
 TEST(KnownIssueLoader, WhenNeedsGroupBy) {

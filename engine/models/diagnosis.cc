@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/models/correlate.h"
+#include "rules/pattern_atoms.h"
 
 namespace ncclscan {
 
@@ -366,6 +367,20 @@ KnownIssueNote Judge(const KnownIssue& k, std::vector<std::string> versions) {
   return n;
 }
 
+// Known issue k concerns a finding of group `group` (its group_by values, split
+// by \x1f): `when` matches one of them in full, or names none.
+bool OfThisGroup(const KnownIssue& k, const std::string& group) {
+  if (k.when.value.empty()) return true;
+  const RE2 when(k.when.value, RegexOptions());
+  size_t b = 0;
+  while (true) {
+    const size_t e = std::min(group.find('\x1f', b), group.size());
+    if (RE2::FullMatch(re2::StringPiece(group.data() + b, e - b), when)) return true;
+    if (e == group.size()) return false;
+    b = e + 1;
+  }
+}
+
 // Notes each finding's known issues against the versions the log runs, and
 // drops a version-bound finding (its rule's `affected_only` issue) where every
 // version its subjects run is known and unaffected (docs/rules.md §2).
@@ -391,8 +406,7 @@ void JudgeKnownIssues(const JobState& state, std::vector<Finding>* fs) {
     f.known_issues.clear();
     bool drop = false;
     for (const KnownIssue& k : *it->second) {
-      // An issue of one of the rule's groups (one CUDA error of several).
-      if (!k.when.value.empty() && f.group.find(k.when.value) == std::string::npos) continue;
+      if (!OfThisGroup(k, f.group)) continue;
       const int fact = k.component == "torch" ? torch : nccl;
       KnownIssueNote n = Judge(k, fact < 0 ? std::vector<std::string>() : VersionsFor(state, live, f, fact));
       drop |= k.affected_only && (n.status == "fixed" || n.status == "not_affected");
