@@ -156,6 +156,20 @@ INSTANTIATE_TEST_SUITE_P(
             "hung",
             "DIVERGENT-RANK",
             "3"},
+        // One rank's Abort COMPLETE alone (an 8-rank communicator): what a rank
+        // does after its own error as much as at shutdown, so no end the verdict
+        // can read; several ranks aborting with no error read is the shutdown.
+        Row{"one_rank_abort_alone_shows_no_end",
+            {Nccl(7, "comm 0x8312280 rank 7 nranks 8 cudaDev 7 busId c9000 - Abort COMPLETE")},
+            "incomplete",
+            "RUN-NO-PROGRESS-SHOWN",
+            ""},
+        Row{"every_rank_aborts_at_shutdown",
+            {Nccl(0, "comm 0x8312280 rank 0 nranks 2 cudaDev 0 busId 1b000 - Abort COMPLETE"),
+             Nccl(1, "comm 0x8312290 rank 1 nranks 2 cudaDev 1 busId 1c000 - Abort COMPLETE")},
+            "ok",
+            "",
+            ""},
         // PyTorch's own words, none of which shows a stage, an error or an end.
         Row{"no_progress_shown",
             {"[rank0]:[W101 00:00:01.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 "

@@ -381,12 +381,30 @@ void Checks::NoProgress(const CompiledCorrelation& c) const {
     if (f.role != Role::kContext || f.severity >= Severity::kError) worst_line = std::max(worst_line, f.severity);
   }
   const int last_line = rules.fact(Fact::kLastLine);
+  // A communicator's Abort COMPLETE alone is no end the verdict can read:
+  // PyTorch aborts its communicators after an error or a timeout, and (2.2+)
+  // at an ordinary shutdown too. Several ranks aborting their communicators
+  // is that shutdown, when no error is read (corpus aws-k8s-tester-454:
+  // 5 of 32 ranks in the excerpt); one rank alone is what a rank does after its
+  // own error (corpus qwen-vl-121 without its timeout line read "ok").
+  const int abort = rules.fact(Fact::kCommAbort);
+  // (Abort lines carry no commId: each process's communicator is its own
+  // record, so the ranks are counted across the job.)
+  int aborted = 0;
+  for (int s : state.LiveSubjects()) aborted += abort >= 0 && state.subjects()[s].Has(abort);
+  const bool shutdown = aborted >= 2;
+  auto abnormal_beyond_abort = [&](const Subject& sub) {
+    for (int f : facts.abnormal) {
+      if (sub.Has(f) && (f != abort || shutdown)) return true;
+    }
+    return false;
+  };
   int processes = 0;
   std::vector<Evidence> ev;
   for (int s : state.LiveSubjects()) {
     const Subject& sub = state.subjects()[s];
     const StoryPoint p = StoryOf(state, facts, s);
-    if (HasAnyFact(sub, ends) || p.abnormal || p.stage != Stage::kNone) return;
+    if (HasAnyFact(sub, ends) || abnormal_beyond_abort(sub) || p.stage != Stage::kNone) return;
     processes += sub.rank >= 0 || sub.pid >= 0;
     // What each rank printed last, where the scan knows it.
     const FactValue* last = last_line >= 0 ? sub.Get(last_line) : nullptr;
