@@ -341,6 +341,21 @@ void PeerMap(CorrelationCtx& x) {
         for (const auto& kv : rep.keyed[id]) running |= before(kv.second.evidence);
       }
     }
+    // Work that had completed (the watchdog's "last completed NCCL work: 88",
+    // printed after the error) ran before it, whatever the order of the lines:
+    // the reporter was past init (corpus hypercomputer-deepdive lab-13). Not
+    // where a rank timed out: the job hung first, and connections closed as
+    // its ranks aborted (corpus hypercomputer-deepdive lab-15).
+    const int timeout = x.state.rules().fact(Fact::kTimeoutSeq);
+    const bool timed_out = timeout >= 0 && std::any_of(x.live.begin(), x.live.end(),
+                                                       [&](int s) { return x.state.subjects()[s].Has(timeout); });
+    if (const int done = x.state.rules().fact(Fact::kLastCompleted);
+        !timed_out && done >= 0 && done < static_cast<int>(rep.keyed.size())) {
+      for (const auto& kv : rep.keyed[done]) {
+        long double n;
+        running |= ParseNumber(kv.second.value, false, &n) && n >= 1;
+      }
+    }
     // An error that came back through transport or proxy code was on a channel's
     // connection, whose peer the job's bootstrap named: not a foreign connection.
     if (const int chain = x.state.rules().fact(Fact::kTransportChain); chain >= 0) running |= rep.Has(chain);
