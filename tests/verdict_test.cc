@@ -170,6 +170,16 @@ INSTANTIATE_TEST_SUITE_P(
             "ok",
             "",
             ""},
+        // Only PyTorch's tear-down message survived: the process is being taken
+        // down after a failed or timed-out collective, never a mere warning
+        // (corpus prodigy-35).
+        Row{"teardown_lines_alone_are_no_warning",
+            {"[rank4]:[E114 15:08:00.554406629 ProcessGroupNCCL.cpp:621] [Rank 4] Some NCCL operations have failed or "
+             "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+             "corrupted/incomplete data.\n"},
+            "hung",
+            "TORCH-TEARDOWN",
+            ""},
         // PyTorch's own words, none of which shows a stage, an error or an end.
         Row{"no_progress_shown",
             {"[rank0]:[W101 00:00:01.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 "
