@@ -78,6 +78,20 @@ TEST(Redact, UsersJobsAndWhatMustStay) {
   EXPECT_EQ(redacted.find("gpu-node-7"), std::string::npos);
 }
 
+// "[logger@rank0]" names a rank, not a host: learned as a host, the rank
+// prefixes "[rank0]:" the scan reads would be the only place it survives
+// (corpus nemo-resiliency-demo, a redact_property leak).
+TEST(Redact, ARankLabelAfterAtIsNoHost) {
+  Redactor r = Make();
+  r.Learn("[NeMo I 2025-02-21 10:00:00 nemo_logging:393] [launcher@rank0] Local artifacts dir: /tmp/x\n");
+  const std::string line = "[default0]:[rank0]: Exception: Simulating a crash at step 17!";
+  EXPECT_EQ(r.Redact(line), line);
+  // Nor is it replaced as a prompt's host where it stands after '@'.
+  EXPECT_NE(r.Redact("[launcher@rank0] Local artifacts dir: /tmp/x").find("@rank0]"), std::string::npos);
+  r.Learn("[launcher@gpu-node-7] up\n");
+  EXPECT_EQ(r.Redact("on gpu-node-7").find("gpu-node-7"), std::string::npos);
+}
+
 // Learn searches its words block by block (16 KiB, overlapping): a word that
 // straddles a block's end is found, at every offset around it, and a text
 // without any of them teaches nothing.

@@ -17,6 +17,12 @@ const char* const kKindNames[] = {"", "host", "ipv4", "ipv6", "mac", "user", "co
 
 bool HostChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_' || c == '-'; }
 
+// "rank0": a rank label, not a host ("[logger@rank0]" in NeMo's log lines).
+// As a host it would stand beside the "[rank0]:" prefixes the scan needs kept.
+bool IsRankLabel(std::string_view w) {
+  return w.size() > 4 && w.compare(0, 4, "rank") == 0 && std::all_of(w.begin() + 4, w.end(), IsDigit);
+}
+
 // An IPv6 address (an IB GID): 8 groups, or "::" with two groups at least,
 // each of at most 4 hex digits. Times ("10:15:32"), MACs and C++ scopes
 // ("c10d::") are not.
@@ -120,7 +126,7 @@ void Redactor::Learn(std::string_view text) {
   while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
     if (!user.empty()) users_.insert(user);
     if (!puser.empty() && puser != "root") users_.insert(puser);
-    if (!phost.empty()) AddHost(phost);
+    if (!phost.empty() && !IsRankLabel(phost)) AddHost(phost);
     if (!job.empty()) jobs_.insert(job);
   }
 }
@@ -445,7 +451,7 @@ void Redactor::Redact(std::string_view in, std::string* out) {
           // A prompt "user@host:~$" whose user no line named elsewhere.
           replace(p, part.size(), kUser);
         } else if (prompt && pb == '@' && p == i && (pa == ':' || pa == ' ' || pa == ']') &&
-                   dot == std::string_view::npos) {
+                   dot == std::string_view::npos && !IsRankLabel(part)) {
           replace(p, part.size(), kHost);  // a prompt's host no scan placed anything on
         }
       }
