@@ -6,6 +6,7 @@
 #define NCCLSCAN_RULES_RULE_H_
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "parsers/parsed_line.h"
 #include "rules/version_range.h"
 #include "rules/vocabulary.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace ncclscan {
 
@@ -99,8 +104,9 @@ struct KnownIssue {
   SourcePos affected_only_pos;
   // `when: REGEX`: the issue applies only to the rule's findings one of whose
   // group_by values REGEX matches in full (one CUDA error of several, one IB
-  // completion status); "" = all.
+  // completion status); "" = all. Compiled once, when the rule is read.
   Located<std::string> when;
+  std::shared_ptr<const re2::RE2> when_re;
 
   // Whether version v (of `component`) has the issue.
   bool Affects(const Version& v) const {

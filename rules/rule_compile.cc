@@ -341,13 +341,10 @@ void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::str
       cr->group_by.push_back(g.value);
     }
     for (const KnownIssue& k : r.known_issues) {
-      if (k.when.value.empty()) continue;
-      if (r.finding.group_by.empty()) {
+      if (!k.when.value.empty() && r.finding.group_by.empty()) {
         im.Error(k.when.pos, "E-BAD-VALUE", "known issue " + k.url.value + " has 'when' but the rule has no group_by",
                  "'when' selects the findings one of whose group_by values it matches; without group_by there is one");
       }
-      RE2 re(k.when.value, RegexOptions());
-      if (!re.ok()) im.Error(k.when.pos, "E-BAD-REGEX", "invalid regex in 'when': " + re.error());
     }
   } else if (cr->facts.empty() && !cr->has_identity && r.remember.empty()) {
     im.Error(r.id.pos, "E-MISSING-KEY",

@@ -1,5 +1,6 @@
 #include "rules/rule_reader.h"
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 
 #include "parsers/text_util.h"
+#include "rules/pattern_atoms.h"
 #include "rules/rule_reader_internal.h"
 
 namespace ncclscan {
@@ -230,7 +232,12 @@ void RuleReader::ReadReferences(const RuleNode& n, std::vector<std::string>* url
                    k.affected_only_pos = Pos(v);
                    Bool(v, "affected_only", &k.affected_only);
                  } else if (key == "when") {
-                   Scalar(v, "when", &k.when);
+                   if (!Scalar(v, "when", &k.when)) return;
+                   auto re = std::make_shared<const RE2>(k.when.value, RegexOptions());
+                   if (re->ok())
+                     k.when_re = std::move(re);
+                   else
+                     Error(k.when.pos, "E-BAD-REGEX", "invalid regex in 'when': " + re->error());
                  }
                });
     if (!have_url) {

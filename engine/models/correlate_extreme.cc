@@ -10,6 +10,7 @@
 
 #include "engine/models/correlate_internal.h"
 #include "engine/models/diagnosis.h"
+#include "engine/models/story.h"
 #include "parsers/text_util.h"
 
 namespace ncclscan {
@@ -66,14 +67,6 @@ bool CaughtUp(const CorrelationCtx& x, const std::set<int>& reporters, const Sub
   return shared > 0;
 }
 
-// The subject has one of the facts `require` names (none named: false).
-bool HasAnyRequired(const CorrelationCtx& x, const Subject& sub) {
-  for (int f : x.c.require) {
-    if (f >= 0 && sub.Has(f)) return true;
-  }
-  return false;
-}
-
 // The ranks that reported nothing (silent_is_behind: they count as the ones behind).
 std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& reporters) {
   std::vector<int> silent;
@@ -81,7 +74,7 @@ std::vector<int> SilentSubjects(const CorrelationCtx& x, const std::set<int>& re
   for (int s : x.live) {
     const Subject& sub = x.state.subjects()[s];
     if (sub.rank < 0 || reporters.count(s)) continue;
-    if (HasAnyRequired(x, sub)) continue;
+    if (HasAnyFact(sub, x.c.require)) continue;
     // Its own watchdog fired (a flight-recorder notice of its timeout): it waited too,
     // its timeout line is only missing from the excerpt.
     if (fired >= 0 && sub.Has(fired)) continue;
@@ -171,7 +164,7 @@ void Extreme(CorrelationCtx& x) {
   const FactSpec& spec = x.state.rules().facts()[x.c.fact];
   if (!x.c.require.empty()) {
     bool any = false;
-    for (int s : x.live) any |= HasAnyRequired(x, x.state.subjects()[s]);
+    for (int s : x.live) any |= HasAnyFact(x.state.subjects()[s], x.c.require);
     if (!any) return;
   }
   auto values = x.Values(x.c.fact);

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "engine/models/correlate.h"
-#include "rules/pattern_atoms.h"
 
 namespace ncclscan {
 
@@ -370,12 +369,11 @@ KnownIssueNote Judge(const KnownIssue& k, std::vector<std::string> versions) {
 // Known issue k concerns a finding of group `group` (its group_by values, split
 // by \x1f): `when` matches one of them in full, or names none.
 bool OfThisGroup(const KnownIssue& k, const std::string& group) {
-  if (k.when.value.empty()) return true;
-  const RE2 when(k.when.value, RegexOptions());
+  if (!k.when_re) return true;
   size_t b = 0;
   while (true) {
     const size_t e = std::min(group.find('\x1f', b), group.size());
-    if (RE2::FullMatch(re2::StringPiece(group.data() + b, e - b), when)) return true;
+    if (RE2::FullMatch(re2::StringPiece(group.data() + b, e - b), *k.when_re)) return true;
     if (e == group.size()) return false;
     b = e + 1;
   }
