@@ -44,6 +44,7 @@ const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
       {CollectiveCheck::kStraggler, "straggler"},
       {CollectiveCheck::kMissingDump, "missing_dump"},
       {CollectiveCheck::kDiedFirst, "died_first"},
+      {CollectiveCheck::kArrivedLate, "arrived_late"},
       {CollectiveCheck::kStopped, "stopped"},
       {CollectiveCheck::kStoppedCollectives, "stopped_collectives"},
       {CollectiveCheck::kLoneSubmitter, "lone_submitter"},

@@ -64,6 +64,7 @@ enum class CollectiveCheck : int {
   kStraggler,
   kMissingDump,
   kDiedFirst,
+  kArrivedLate,
   kStopped,
   kStoppedCollectives,
   kLoneSubmitter,

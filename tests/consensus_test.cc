@@ -394,6 +394,42 @@ TEST(Consensus, DiedFirstSaysWhenTheQuietRankStoppedAgainstTheCollective) {
   }
 }
 
+// Ranks 0 and 1 time out at 10:15:41; rank 2 reports an error of its own. A
+// "peer gone" error well after the timeouts is a rank that entered late (the
+// straggler); one at the timeouts is a rank that waited with them and heard of
+// their abort; an IB completion error is a waiting rank's retries running out.
+TEST(Consensus, ArrivedLateNamesOnlyAPeerGoneErrorWellAfterTheTimeouts) {
+  const auto async_error = [](const char* time, const char* err) {
+    return fmt::format(
+        "[rank2]:[E1122 {}.000000000 ProcessGroupNCCL.cpp:542] [Rank 2] Collective WorkNCCL(SeqNum=5, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) raised the following async exception: {}",
+        time, err);
+  };
+  const char* remote = "NCCL error: remote process exited or there was a network error, NCCL version 2.22.3";
+  struct Case {
+    const char* name;
+    std::vector<std::string> rank2;
+    std::string want;  // ranks CONSENSUS-ARRIVED-LATE names, "" = silent
+  } cases[] = {
+      {"remote error 25 s after", {async_error("10:16:06", remote)}, "2"},
+      {"remote error at the timeouts", {async_error("10:15:43", remote)}, ""},
+      {"remote error before the timeouts", {async_error("10:10:00", remote)}, ""},
+      {"its own failure after", {async_error("10:16:06", "NCCL error: unhandled cuda error, NCCL version 2.22.3")}, ""},
+  };
+  for (const Case& c : cases) {
+    const Diagnosis d = DiedFirstJob("10:05:11", c.rank2);
+    const Finding* f = FindingByRule(d, "CONSENSUS-ARRIVED-LATE");
+    EXPECT_EQ(f ? CompactRanks(f->ranks) : "", c.want) << c.name;
+    if (f) {
+      EXPECT_NE(f->explanation.find("rank 2 reported its first error at 11-22 10:16:06.000, 25 s after the first "
+                                    "watchdog timeout"),
+                std::string::npos)
+          << f->explanation;
+      EXPECT_EQ(d.findings.front().rule_id, "CONSENSUS-ARRIVED-LATE") << "the straggler leads the report";
+    }
+  }
+}
+
 TEST(Consensus, RankZeroAloneOnlyWhereNothingElseSpeaks) {
   // Ranks 2 and 3 time out; what else the input says decides whether rank 0,
   // silent, is named from its role.

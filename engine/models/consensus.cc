@@ -397,6 +397,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
         case CollectiveCheck::kDiedFirst:
           x.DiedFirst(c);
           break;
+        case CollectiveCheck::kArrivedLate:
+          x.ArrivedLate(c);
+          break;
         case CollectiveCheck::kP2pUnpaired:
           x.P2pUnpaired(c);
           x.P2pUnpairedColl(c);

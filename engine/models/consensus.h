@@ -38,6 +38,9 @@
 //   died_first    text: a rank that did not time out with the others and whose
 //                 fatal error (OOM, exception, the launcher's "failed") or last
 //                 timestamped line precedes their watchdog timeouts
+//   arrived_late  text: a rank that did not time out with the others and whose
+//                 first error, a peer that had gone (remote error, connection
+//                 closed), comes well after their timeouts: it entered late
 // The checks live in consensus_checks.cc, consensus_absent.cc and consensus_text.cc
 // (consensus_checks.h).
 // Sequences are compared within one group only: sequence numbers of

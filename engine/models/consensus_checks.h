@@ -136,6 +136,9 @@ struct Checks {
   void DuplicateGpu(const CompiledCorrelation& c) const;
   // consensus_text.cc
   void DiedFirst(const CompiledCorrelation& c) const;
+  // A rank without a timeout of its own whose first error, a peer that had
+  // gone, came well after the others' watchdogs fired: it entered late.
+  void ArrivedLate(const CompiledCorrelation& c) const;
   void NotStartedText(const CompiledCorrelation& c) const;
   // A stall report whose missing ranks are most of the world: the few that
   // submitted are the suspects.

@@ -326,6 +326,91 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   Emit(c, suspects, timed_out.ranks, vars, "died first", ev);
 }
 
+namespace {
+
+// How long after the first watchdog timeout a rank's "the peer is gone" error
+// must come to say the rank was not in the collective when the others aborted.
+// A rank waiting in it hears of their abort at once, within its watchdog's poll
+// (10 s in PyTorch 1.x, 1 s and less since); one that enters later hears of it
+// only when it tries to talk to them.
+constexpr double kLateMargin = 15;
+
+// Whether a rank's first error says its peers had gone (the socket closed,
+// NCCL's remote error), rather than that something failed on its own side. An
+// IB completion error is not one: a waiting rank's retries end tens of seconds
+// after its peer left.
+bool PeerGone(std::string_view error) {
+  return error.find("remote process exited") != std::string_view::npos ||
+         error.find("Connection closed by remote peer") != std::string_view::npos ||
+         error.find("ncclRemoteError") != std::string_view::npos;
+}
+
+}  // namespace
+
+// arrived_late: the ranks whose watchdogs timed out waited for a rank that was
+// not in the collective. When that rank finally enters it, the others have
+// aborted and closed their connections: its first error says the peer is gone,
+// and it comes after their timeouts — by more than the moment a rank still
+// waiting with them would have heard of the abort. Its error names the ranks
+// that left, not a cause; the rank itself is the straggler. Silent when an
+// NCCL error preceded the timeouts (that error is the story) or when a rank
+// died first (died_first).
+void Checks::ArrivedLate(const CompiledCorrelation& c) const {
+  const RuleSet& rules = state.rules();
+  const int timeout_seq = rules.fact(Fact::kTimeoutSeq);
+  const int first_error = rules.fact(Fact::kFirstError);
+  if (timeout_seq < 0 || first_error < 0) return;
+  const FatalFacts fatal = {rules.fact(Fact::kOom), first_error, rules.fact(Fact::kElasticFailed)};
+  const int exitcode = rules.fact(Fact::kExitcode);
+  TimedOutRanks timed_out;
+  std::vector<DiedFirstCandidate> candidates;
+  struct Late {
+    int rank;
+    double time;
+    const FactValue* error;
+  };
+  std::vector<Late> late;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (sub.rank < 0) continue;
+    if (sub.Has(timeout_seq)) {
+      AddTimedOut(sub, timeout_seq, rules.fact(Fact::kTimeoutOp), &timed_out);
+      continue;
+    }
+    if (auto k = CandidateOf(state, s, fatal, exitcode)) candidates.push_back(std::move(*k));
+    const FactValue* e = sub.Get(first_error);
+    if (e && e->evidence.time >= 0 && IsNcclSide(*e) && PeerGone(e->value)) late.push_back({sub.rank, e->evidence.time, e});
+  }
+  const double first_timeout = timed_out.first_timeout;
+  if (timed_out.ranks.empty() || first_timeout < 0 || late.empty()) return;
+  // An NCCL error before the timeouts, or a rank that died first, tells the story.
+  const NcclErrorSeen nccl_error = NcclErrorOnAnyRank(state, first_error);
+  if (nccl_error.first >= 0 && nccl_error.first < first_timeout) return;
+  if (!NameDiedFirst(candidates, nccl_error, timed_out).empty()) return;
+  late.erase(std::remove_if(late.begin(), late.end(),
+                            [&](const Late& l) { return l.time < first_timeout + kLateMargin; }),
+             late.end());
+  if (late.empty() || late.size() > timed_out.ranks.size()) return;
+
+  std::vector<int> suspects;
+  std::vector<std::string> says;
+  std::vector<Evidence> ev;
+  for (const Late& l : late) {
+    suspects.push_back(l.rank);
+    says.push_back(fmt::format("rank {} reported its first error at {}, {} after the first watchdog timeout: {}", l.rank,
+                               Clock(l.time), Span(l.time - first_timeout), l.error->value));
+    ev.push_back(l.error->evidence);
+  }
+  std::sort(suspects.begin(), suspects.end());
+  ev.insert(ev.end(), timed_out.evidence.begin(), timed_out.evidence.end());
+  Vars vars{{"group", PgName(timed_out.pg)},
+            {"op", timed_out.op.empty() ? "a collective" : timed_out.op},
+            {"seq", timed_out.seq.empty() ? "?" : timed_out.seq},
+            {"value", Join(says, "; ")},
+            {"source", " at " + Clock(first_timeout)}};
+  Emit(c, suspects, timed_out.ranks, vars, "arrived late", ev);
+}
+
 // not_started from text: the desync report (TORCH_NCCL_DESYNC_DEBUG) says
 // "[R] finished collective #N-1, but didn't join collective #N" — its trace
 // records a start when the GPU starts the work — while R's own watchdog status
