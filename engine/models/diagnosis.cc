@@ -272,7 +272,9 @@ std::string NormaliseKey(std::string key, const std::set<std::string>& hosts) {
 // process that died on its own is "crashed"; a failure whose primary is a
 // timeout or a rank that never joined is "hung"; a clean result whose run's
 // story stops inside init is "incomplete" (never "ok": healthy needs evidence),
-// with that story as the primary.
+// with that story as the primary; warnings beside a story without its end are
+// "incomplete" too, not "warn": the run did not finish in what was collected,
+// whatever was found on the way (a warning stays the primary: it may be why).
 void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
   if (d->status == Status::kFail) {
     for (const Finding& f : fs) {
@@ -284,6 +286,15 @@ void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
     if (d->primary >= 0) {
       const Category cat = fs[d->primary].category;
       if (cat == Category::kTimeout || cat == Category::kDesync || cat == Category::kHang) d->status = Status::kHung;
+    }
+    return;
+  }
+  if (d->status == Status::kWarn) {
+    for (const Finding& f : fs) {
+      if (f.category == Category::kHang && f.severity == Severity::kInfo && f.role == Role::kRoot) {
+        d->status = Status::kIncomplete;
+        return;
+      }
     }
     return;
   }
