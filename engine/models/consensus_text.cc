@@ -379,7 +379,8 @@ void Checks::ArrivedLate(const CompiledCorrelation& c) const {
     }
     if (auto k = CandidateOf(state, s, fatal, exitcode)) candidates.push_back(std::move(*k));
     const FactValue* e = sub.Get(first_error);
-    if (e && e->evidence.time >= 0 && IsNcclSide(*e) && PeerGone(e->value)) late.push_back({sub.rank, e->evidence.time, e});
+    if (e && e->evidence.time >= 0 && IsNcclSide(*e) && PeerGone(e->value))
+      late.push_back({sub.rank, e->evidence.time, e});
   }
   const double first_timeout = timed_out.first_timeout;
   if (timed_out.ranks.empty() || first_timeout < 0 || late.empty()) return;
@@ -387,9 +388,9 @@ void Checks::ArrivedLate(const CompiledCorrelation& c) const {
   const NcclErrorSeen nccl_error = NcclErrorOnAnyRank(state, first_error);
   if (nccl_error.first >= 0 && nccl_error.first < first_timeout) return;
   if (!NameDiedFirst(candidates, nccl_error, timed_out).empty()) return;
-  late.erase(std::remove_if(late.begin(), late.end(),
-                            [&](const Late& l) { return l.time < first_timeout + kLateMargin; }),
-             late.end());
+  late.erase(
+      std::remove_if(late.begin(), late.end(), [&](const Late& l) { return l.time < first_timeout + kLateMargin; }),
+      late.end());
   if (late.empty() || late.size() > timed_out.ranks.size()) return;
 
   std::vector<int> suspects;
@@ -397,8 +398,8 @@ void Checks::ArrivedLate(const CompiledCorrelation& c) const {
   std::vector<Evidence> ev;
   for (const Late& l : late) {
     suspects.push_back(l.rank);
-    says.push_back(fmt::format("rank {} reported its first error at {}, {} after the first watchdog timeout: {}", l.rank,
-                               Clock(l.time), Span(l.time - first_timeout), l.error->value));
+    says.push_back(fmt::format("rank {} reported its first error at {}, {} after the first watchdog timeout: {}",
+                               l.rank, Clock(l.time), Span(l.time - first_timeout), l.error->value));
     ev.push_back(l.error->evidence);
   }
   std::sort(suspects.begin(), suspects.end());
