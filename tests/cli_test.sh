@@ -38,7 +38,7 @@ PLAN=(
   readme_site_rule_silent_at_22
   rule_file_not_yaml rule_regex_of_catastrophic_size rule_file_alias_bomb rule_file_too_deep rule_file_too_big
   rule_file_fifo rule_file_dev_zero rule_files_yml_and_every_document rank_that_does_not_fit_is_not_wrapped
-  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out unpinned_primary_fails string_primary_is_its_rule test_walks_link_loops_once
+  corpus_case_passes broken_rule_fails_with_diff test_update_never_follows_links_out unpinned_primary_fails string_primary_is_its_rule expectation_hosts_string_is_an_error test_walks_link_loops_once
   rule_text_is_escaped_for_the_terminal site_rule_changes_are_listed_in_every_format
   binary_file nul_bytes_inside_lines invalid_utf8_replaced_in_json crlf single_100MB_line
   file_without_trailing_newline empty_file empty_directory truncated_gz corrupt_zst missing_file
@@ -687,6 +687,16 @@ check string_primary_is_its_rule 0 "$NS" test --update "$W/corpus" --color never
 expect grep -q '"primary": {"rule": "NCCL-CONN-CLOSED", "ranks": "1"}' "$W/corpus/case1/expected.json"
 also_run 0 "$NS" test "$W/corpus" --color never
 expect out_has '^1 passed, 0 failed$'
+end
+
+# A list written as a string ("hosts": "n1") would read as an empty list and
+# expect nobody: the case is an error that names the field.
+W="$T/hoststr"
+mkdir -p "$W/corpus/case1"
+echo "$L" >"$W/corpus/case1/rank1.log"
+echo '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED", "hosts": "n1"}}' >"$W/corpus/case1/expected.json"
+check expectation_hosts_string_is_an_error 2 "$NS" test "$W/corpus" --color never
+expect err_has 'primary.hosts must be a list of strings'
 end
 
 # A directory with links back to itself is walked once, not k^8 times.

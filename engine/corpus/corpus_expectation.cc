@@ -28,6 +28,19 @@ std::vector<std::string> Strings(simdjson::dom::element e) {
   return out;
 }
 
+// Whether `e` is a list of strings; `what` names it in the error otherwise
+// (a string where a list belongs would read as an empty list: "hosts": "n7"
+// expecting nobody).
+bool IsStringList(simdjson::dom::element e, const std::string& path, const char* what, std::string* err) {
+  simdjson::dom::array arr;
+  bool ok = e.get_array().get(arr) == simdjson::SUCCESS;
+  if (ok) {
+    for (auto x : arr) ok &= x.is_string();
+  }
+  if (!ok) *err = fmt::format("{}: {} must be a list of strings", path, what);
+  return ok;
+}
+
 }  // namespace
 
 bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err) {
@@ -65,6 +78,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
       }
       simdjson::dom::element h;
       if (p["hosts"].get(h) == simdjson::SUCCESS) {
+        if (!IsStringList(h, path, "primary.hosts", err)) return false;
         ex->primary_hosts = Strings(h);
         ex->primary_has_hosts = true;
       }
@@ -89,6 +103,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
   }
   simdjson::dom::element a;
   if (root["absent"].get(a) == simdjson::SUCCESS) {
+    if (!IsStringList(a, path, "absent", err)) return false;
     ex->absent = Strings(a);
     ex->has_absent = true;
   }
@@ -104,6 +119,7 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
     }
     simdjson::dom::element h;
     if (sum["hosts"].get(h) == simdjson::SUCCESS) {
+      if (!IsStringList(h, path, "summary.hosts", err)) return false;
       ex->sum_hosts = Strings(h);
       ex->sum_has_hosts = true;
     }
