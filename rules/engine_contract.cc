@@ -94,8 +94,9 @@ const std::vector<EngineFact>& EngineFacts() {
        MergeMode::kFirst,
        false,
        KeyKind::kName,
-       "the waiting ranks of the rank-0 check (a key rank 0 writes) and of the never-joined check (a barrier)",
-       {"awaits"}},
+       "the waiting ranks of the rank-0 check (a key rank 0 writes), of the never-joined check (a barrier) and "
+       "the store_overfull check (more workers than the world)",
+       {"awaits", "world", "joined"}},
       {Fact::kTransportChain, "transport_chain", MergeMode::kFirst, false, KeyKind::kName,
        "the peer map's lone reporter (its error came through transport code: the peer is the job's)"},
       {Fact::kNodes, "nodes", MergeMode::kMax, false, KeyKind::kName,

@@ -105,7 +105,7 @@ struct EngineFact {
 enum class CollField : int { kOp, kCount, kDatatype, kRoot };  // last_opcount
 enum class P2pField : int { kCount, kDatatype, kDir, kPeer };  // p2p_last (op: Send or Recv; root: the peer)
 enum class TimeoutField : int { kOp, kTimeoutMs, kRanMs };     // timeout_seq
-enum class StoreField : int { kAwaits };                       // store_wait
+enum class StoreField : int { kAwaits, kWorld, kJoined };      // store_wait
 
 // Every fact of the contract, in the order of Fact (EngineFacts()[i].id == i).
 const std::vector<EngineFact>& EngineFacts();

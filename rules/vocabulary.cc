@@ -37,6 +37,7 @@ struct NameRow {
 const std::vector<NameRow<CollectiveCheck>>& CheckRows() {
   static const std::vector<NameRow<CollectiveCheck>> kRows = {
       {CollectiveCheck::kNeverJoined, "never_joined"},
+      {CollectiveCheck::kStoreOverfull, "store_overfull"},
       {CollectiveCheck::kBehind, "behind"},
       {CollectiveCheck::kMismatch, "mismatch"},
       {CollectiveCheck::kNotStarted, "not_started"},

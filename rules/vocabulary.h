@@ -57,6 +57,7 @@ const std::vector<std::string_view>& CommonCorrelationKeys();
 
 enum class CollectiveCheck : int {
   kNeverJoined,
+  kStoreOverfull,
   kBehind,
   kMismatch,
   kNotStarted,

@@ -378,6 +378,9 @@ void RunCollectiveChecks(const JobState& state, std::vector<Finding>* out, std::
     if (c.spec.kind != CorrelationKind::kCollective || !c.spec.enabled) continue;
     RunGuarded(c.spec.id.value, errors, [&] {
       switch (c.spec.check) {
+        case CollectiveCheck::kStoreOverfull:
+          x.StoreOverfull(c);
+          break;
         case CollectiveCheck::kNeverJoined:
           x.NeverJoined(c);
           break;

@@ -18,6 +18,8 @@
 //   never_joined  the world size is known, some ranks wait in a collective and
 //                 other ranks left no trace at all (elimination; also for one
 //                 rank's log alone)
+//   store_overfull a store barrier counted more workers than its world size
+//                 (an extra process): the waiting ranks beyond the world
 //   missing_dump  a rank of pg_config without a dump file while others dumped
 //   behind        dumps: the rank(s) furthest behind in one group (never
 //                 enqueued the sequence the others wait in)

@@ -193,9 +193,50 @@ std::vector<int> Checks::NeverJoinedRanks(const Waiting& w, const std::set<int>&
 
 // never_joined: the world size is known, ranks wait in a collective (the
 // watchdog fired), and some ranks of the world left no trace in any input.
+Checks::Overfull Checks::StoreBarrierOverfull() const {
+  Overfull o;
+  const int store_wait = state.rules().fact(Fact::kStoreWait);
+  if (store_wait < 0) return o;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    const FactValue* v = sub.Get(store_wait);
+    long double world, joined;
+    if (!v || !ParseNumber(FieldOf(*v, StoreField::kWorld), false, &world) ||
+        !ParseNumber(FieldOf(*v, StoreField::kJoined), false, &joined) || world < 1 || joined <= world) {
+      continue;
+    }
+    o.world = std::max<int64_t>(o.world, static_cast<int64_t>(world));
+    o.joined = std::max<int64_t>(o.joined, static_cast<int64_t>(joined));
+    if (sub.rank >= world) o.beyond.push_back(sub.rank);
+    if (o.evidence.size() < 3) o.evidence.push_back(v->evidence);
+  }
+  std::sort(o.beyond.begin(), o.beyond.end());
+  return o;
+}
+
+// store_overfull: init_process_group's store barrier counts every process that
+// checks in under its key; more than the world size ("world_size=2,
+// worker_count=3") means a process the world does not count checked in: one
+// started too many (a spawn or launcher off by one, a restarted rank still
+// alive), or a second job on the same MASTER_ADDR:MASTER_PORT. The barrier then
+// never completes as it should. A waiting rank at or beyond the world size is
+// that extra process; elimination (never_joined) has nothing to count.
+void Checks::StoreOverfull(const CompiledCorrelation& c) const {
+  const Overfull o = StoreBarrierOverfull();
+  if (o.evidence.empty()) return;
+  std::string value = fmt::format("{} workers checked in, the world has {}", o.joined, o.world);
+  if (!o.beyond.empty()) {
+    value += fmt::format("; rank(s) {}, waiting there, lie outside ranks 0-{}", CompactRanks(o.beyond), o.world - 1);
+  }
+  Vars vars{{"value", value}, {"nranks", std::to_string(o.world)}};
+  Emit(c, o.beyond, {}, vars, "store overfull", o.evidence);
+}
+
 void Checks::NeverJoined(const CompiledCorrelation& c) const {
   // With dumps, a rank without one is missing_dump's finding (it says more).
   if (!m.dump_ranks().empty()) return;
+  // More workers than the world checked in: the world is miscounted, nobody is missing.
+  if (!StoreBarrierOverfull().evidence.empty()) return;
   const Waiting w = CollectWaiting(StoreWaits::kForEveryRank);
   // A rank of the input that failed on its own is the better suspect.
   if (w.own_failure || w.ranks.empty()) return;

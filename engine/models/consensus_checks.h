@@ -87,6 +87,16 @@ struct Checks {
   // counted (*inferred: from the highest rank present, none being printed).
   std::vector<int> NeverJoinedRanks(const Waiting& w, const std::set<int>& present, int* world, bool* inferred) const;
   void NeverJoined(const CompiledCorrelation& c) const;
+  // A store barrier more workers checked in to than its world size: an extra
+  // process. Its waiting ranks beyond the world are the suspects.
+  void StoreOverfull(const CompiledCorrelation& c) const;
+  // The subjects whose store barrier counts more workers than its world, and that world.
+  struct Overfull {
+    std::vector<int> beyond;  // waiting ranks >= the world size
+    std::vector<Evidence> evidence;
+    int64_t world = 0, joined = 0;
+  };
+  Overfull StoreBarrierOverfull() const;
   // A stated world of which some ranks printed their start and stopped there
   // (nothing after it, nothing anywhere of a later stage) while the others
   // printed nothing: those never started or never reached the rendezvous.
