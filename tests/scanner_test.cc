@@ -732,6 +732,34 @@ TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
 // chunk size. (It used to be split at CRs only while more than 4 KiB were
 // left, and the rest, one "line", kept only its text after the last CR: the
 // errors at its end were lost.)
+// A LF log with a progress bar redrawn thousands of times on one line (longer
+// than 4 KiB: its CRs end lines) and short redrawn lines after it (their CRs do
+// not): the same lines at every chunk size. A chunk cut inside the long line
+// used to make every later CR of the file end a line, at small chunk sizes only
+// (corpus alcf-nccl-tests-vae-20250115-155347-healthy).
+TEST(Scanner, LongRedrawnLineSplitsTheSameAtEveryChunkSize) {
+  TempDir dir;
+  // LF lines first: a head of mostly lone CRs would make it a CR-only file.
+  std::string log;
+  for (int i = 0; i < 300; ++i) log += "h:1:1 [0] NCCL INFO Channel " + std::to_string(i) + " : 0[0] -> 1[1] via P2P/IPC\n";
+  for (int i = 0; i < 400; ++i) log += "\rEpoch 1:  " + std::to_string(i) + "/400 [00:01<00:02, 3.2it/s]";
+  log += "\n";
+  for (int i = 0; i < 50; ++i) log += "step " + std::to_string(i) + "\rstep " + std::to_string(i) + " done\n";
+  log += "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1b000 - Destroy COMPLETE\n";
+  const std::string path = dir.Write("bar.log", log);
+  uint64_t want = 0;
+  for (size_t chunk : {size_t{1} << 17, size_t{4096}, size_t{509}}) {
+    ScanOptions opts;
+    opts.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, opts);
+    const uint64_t lines = a.state->counters().lines;
+    if (want == 0) want = lines;
+    EXPECT_EQ(lines, want) << "chunk " << chunk;
+  }
+  // The long line is 401 lines (one before its first CR), the short ones one each.
+  EXPECT_EQ(want, 300u + 401u + 50u + 1u) << "the long line's redraws are lines; the short lines keep theirs";
+}
+
 TEST(Scanner, CrOnlyLogEndingInOneLfKeepsEveryLine) {
   TempDir dir;
   std::string lf, cr;

@@ -25,6 +25,13 @@
 namespace ncclscan {
 namespace scan_detail {
 
+// In a line longer than this (CR-only files, progress bars redrawn thousands of
+// times on one line), a CR that does not end a CRLF ends a line too; shorter
+// lines keep their CRs (the parser keeps the text after the last, a tqdm
+// redraw). Lines are measured to their '\n', so the split does not depend on
+// where chunks end (ChunkReader cuts a line at a CR only past this length).
+inline constexpr ptrdiff_t kCrSplitMin = 4096;
+
 // An allocator whose resize() leaves new chars uninitialised: a chunk's
 // buffer is sized for its longest possible line (chunk_size + max_line, over
 // 1 MiB) and zero-filling it touched every page, ten buffers' worth of RSS at
@@ -129,7 +136,12 @@ struct Chunk {
   std::vector<char, UninitAllocator<char>> data;
   size_t size = 0;
   bool overlong = false;  // the chunk ends with a line cut at max_line
-  bool cr_lines = false;  // its file ends lines with CR alone: split at every CR
+  // It begins inside a line the previous chunk was cut in at a CR (a line with
+  // no '\n' in the first kCrSplitMin bytes): that line's CRs end lines up to
+  // its '\n', as they do in every line longer than kCrSplitMin (scanner.cc).
+  bool cr_continues = false;
+  // Its file's head ends most lines in CR alone: every CR ends a line.
+  bool cr_lines = false;
   // Its file is an indented paste (PasteIndent): lines starting with this
   // indent are read without it.
   std::string indent;
@@ -213,6 +225,7 @@ struct Chunk {
     new_files.clear();
     size = 0;
     overlong = false;
+    cr_continues = false;
     cr_lines = false;
     indent.clear();
     label_conflict = false;

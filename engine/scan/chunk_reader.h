@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/io/source.h"
@@ -36,14 +37,15 @@ inline size_t SqueezeNulRuns(char* buf, size_t n) {
 // Whether more lines of buf[0, n) end in a lone CR (not CR LF) than in '\n':
 // a CR-only log, perhaps with a LF somewhere (its last line, a first line
 // written by another program). A tqdm bar redrawn on a LF log is not: its
-// redraws are far fewer than the log's lines.
-inline bool MostlyLoneCrs(const char* buf, size_t n) {
-  const char* cr = static_cast<const char*>(std::memchr(buf, '\r', n));
-  if (!cr) return false;
+// redraws are far fewer than the log's lines. Asked of a file's head (its
+// first 8 KiB, InputReader::Head), never of a chunk: the answer must not
+// depend on the chunk size.
+inline bool MostlyLoneCrs(std::string_view buf) {
+  if (buf.find('\r') == std::string_view::npos) return false;
   size_t lone = 0, lf = 0;
-  for (const char* p = buf; p < buf + n; ++p) {
-    if (*p == '\n') ++lf;
-    if (*p == '\r' && (p + 1 == buf + n || p[1] != '\n')) ++lone;
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (buf[i] == '\n') ++lf;
+    if (buf[i] == '\r' && (i + 1 == buf.size() || buf[i + 1] != '\n')) ++lone;
   }
   return lone > lf;
 }
@@ -100,8 +102,7 @@ class ChunkReader {
         failed_ = false;
         carry_.clear();
         skipping_ = false;
-        cr_lines_ = false;
-        first_chunk_ = true;
+        cr_cut_ = false;
         // A Flight Recorder dump (or any pickle: never a log) is one value,
         // not lines: it is read whole here and gives no chunk.
         std::string_view head = input_->Head();
@@ -110,6 +111,7 @@ class ChunkReader {
           continue;
         }
         indent_.assign(PasteIndent(head));
+        cr_file_ = MostlyLoneCrs(head);
       }
       if (FillChunk(c)) {
         c->new_files.assign(names_.begin() + static_cast<std::ptrdiff_t>(sent_), names_.end());
@@ -252,20 +254,22 @@ class ChunkReader {
           if (!eof) continue;
         }
       }
-      // A file whose lines end in CR alone (old Mac, some terminal captures):
-      // most line ends of its first chunk are lone CRs, or a whole chunk has
-      // no '\n'; its chunks end after their last CR and every CR ends a line.
-      if (first_chunk_) {
-        first_chunk_ = false;
-        if (!cr_lines_ && MostlyLoneCrs(buf.data(), n)) cr_lines_ = true;
-      }
-      if (!last && (cr_lines_ || n >= std::min(opts_.chunk_size, opts_.max_line))) {
+      // A file whose lines end in CR alone (old Mac, some terminal captures:
+      // its head says so) has its chunks end after their last CR, and every CR
+      // ends a line. In other files a line with no '\n' in a chunk's worth of
+      // bytes and in more than kCrSplitMin (its CRs end lines, whatever the
+      // chunk size: progress bars redrawn on one line) is cut after its last
+      // CR; the next chunk continues it (Chunk::cr_continues).
+      bool cut_at_cr = false;
+      if (!last && (cr_file_ ||
+                    n >= std::min(std::max(opts_.chunk_size, static_cast<size_t>(kCrSplitMin) + 1), opts_.max_line))) {
         last = memrchr(buf.data(), '\r', n);
-        if (last) cr_lines_ = true;
+        cut_at_cr = last != nullptr;
       }
-      c->cr_lines = cr_lines_;
+      c->cr_lines = cr_file_;
+      c->cr_continues = cr_cut_;
       c->indent = indent_;
-      if (last && !eof && !cr_lines_) {
+      if (last && !eof && !cut_at_cr) {
         // Never between two lines the scanner might join as one hard-wrapped
         // line (hard_wrap.h): the join must not depend on the chunk size.
         const size_t safe =
@@ -277,6 +281,7 @@ class ChunkReader {
         size_t k = static_cast<const char*>(last) - buf.data() + 1;
         carry_.assign(buf.data() + k, n - k);
         c->size = k;
+        cr_cut_ = cut_at_cr;
         // At EOF a final line without '\n' stays in carry_ and is sent by the next call.
         if (eof && carry_.empty()) EndMember();
         return true;
@@ -285,6 +290,7 @@ class ChunkReader {
         // One line longer than max_line: keep its head, skip the rest.
         c->size = opts_.max_line;
         c->overlong = true;
+        cr_cut_ = false;
         skipping_ = true;
         if (eof) EndMember();
         return true;
@@ -321,9 +327,9 @@ class ChunkReader {
   int file_ = -1;  // index_ as a JobState file number
   std::string carry_;
   bool skipping_ = false;
-  std::string indent_;        // this file is an indented paste: the indent (PasteIndent)
-  bool cr_lines_ = false;     // this file had a chunk's worth of bytes without '\n' but with CRs
-  bool first_chunk_ = false;  // the current member has not sent a chunk yet
+  std::string indent_;    // this file is an indented paste: the indent (PasteIndent)
+  bool cr_cut_ = false;   // the last chunk sent ended at a CR inside a line (Chunk::cr_continues)
+  bool cr_file_ = false;  // the member's head is mostly lone CRs (Chunk::cr_lines)
 };
 
 }  // namespace scan_detail

@@ -203,25 +203,32 @@ void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint
   c->rank_slots[k].index = index;
 }
 
-// In a line longer than kCrSplitMin, a CR that does not end a CRLF ends a
-// line too (CR-only files). Only a line longer than that is looked at for CRs,
-// so ordinary lines pay nothing.
-constexpr ptrdiff_t kCrSplitMin = 4096;
+// Where CutLine is in a chunk: the next '\n' at or after the current piece
+// (end if none), found once and kept for the CR-split pieces of one long line
+// (a CR-only chunk has none: searching again per piece would be quadratic),
+// and whether that line is longer than kCrSplitMin (chunk.h), measured from
+// where it starts, so its CRs split it whatever piece is cut next.
+struct LineCut {
+  const char* next_nl = nullptr;
+  bool long_line = false;
+};
 
-// The end of the line that starts at p: *le where its text ends, the return
-// value where the next line starts (end if none). *next_nl is the next '\n'
-// at or after p (end if none), found once and kept for the CR-split pieces of
-// one long line (a CR-only chunk has none: searching again per piece would be
-// quadratic).
-const char* CutLine(const char* p, const char* end, bool cr_lines, const char** next_nl, const char** le) {
-  if (*next_nl == nullptr || *next_nl < p) {
-    *next_nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-    if (*next_nl == nullptr) *next_nl = end;
+// The end of the line piece that starts at p: *le where its text ends, the
+// return value where the next piece starts (end if none). In a line longer
+// than kCrSplitMin a CR that does not end a CRLF ends a piece too; only such a
+// line is looked at for CRs, so ordinary lines pay nothing.
+const char* CutLine(const Chunk& c, const char* p, const char* end, LineCut* cut, const char** le) {
+  if (cut->next_nl == nullptr || cut->next_nl < p) {
+    // p starts a line (or the chunk, perhaps inside a line cut at a CR).
+    cut->next_nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    if (cut->next_nl == nullptr) cut->next_nl = end;
+    cut->long_line = cut->next_nl - p > scan_detail::kCrSplitMin || (p == c.data.data() && c.cr_continues);
   }
-  const char* nl = *next_nl < end ? *next_nl : nullptr;
-  *le = *next_nl;
-  // The last line of a file without '\n' may be a whole small CR-only file.
-  if (cr_lines || *le - p > kCrSplitMin || nl == nullptr) {
+  const char* nl = cut->next_nl < end ? cut->next_nl : nullptr;
+  *le = cut->next_nl;
+  // The last line of a file without '\n' may be a whole small CR-only file; a
+  // chunk cut at a CR ends inside a long line.
+  if (c.cr_lines || cut->long_line || nl == nullptr) {
     const char* cr = static_cast<const char*>(std::memchr(p, '\r', *le - p));
     if (cr && cr + 1 < *le) nl = *le = cr;
   }
@@ -329,18 +336,18 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
   // serial stage brings the previous chunk's (see Chunk::leading).
   c->parser.ResetStream();
   bool leading = true;
-  const char* next_nl = nullptr;
+  LineCut cut;
   while (p < end) {
     const char* le;
     const char* start = p;
-    p = CutLine(p, end, c->cr_lines, &next_nl, &le);
+    p = CutLine(*c, p, end, &cut, &le);
     std::string_view raw = c->Dedent(std::string_view(start, le - start));
     c->counters.lines++;
     uint32_t consumed = 0;
     if (raw.size() >= kMinWrapWidth && p < end) {
       // Peek at the next physical line; the next iteration reuses its '\n'.
       const char* nle;
-      const char* after = CutLine(p, end, c->cr_lines, &next_nl, &nle);
+      const char* after = CutLine(*c, p, end, &cut, &nle);
       std::string_view joined;
       std::string_view row = c->Dedent(std::string_view(p, nle - p));
       if (JoinsHardWrap(rules, c, raw, row, &joined)) {
@@ -356,7 +363,7 @@ void ParseChunk(const RuleSet& rules, bool fold, Chunk* c) {
         // More rows of the same line, each as wide as the first.
         while (p < end && consumed < scan_detail::kMaxWrapRows) {
           const char* nle2;
-          const char* after2 = CutLine(p, end, c->cr_lines, &next_nl, &nle2);
+          const char* after2 = CutLine(*c, p, end, &cut, &nle2);
           std::string_view more;
           const std::string_view next_row = c->Dedent(std::string_view(p, nle2 - p));
           if (!JoinsWrapContinuation(rules, c, raw, row, width, next_row, &more)) break;
