@@ -122,6 +122,20 @@ INSTANTIATE_TEST_SUITE_P(
             "incomplete",
             "RUN-ENDED-ON-SOME-RANKS",
             ""},
+        // A warning found on the way does not make a run that stops short of
+        // its end "warn": the run did not finish in what was collected; the
+        // warning stays the primary (it may be why).
+        Row{"warning_beside_a_stopped_story_is_incomplete",
+            {InitLines(0, 2, true) + Nccl(0, "NCCL_P2P_DISABLE set by environment to 1"), InitLines(1, 2, true)},
+            "incomplete",
+            "NCCL-P2P-DISABLED-ENV",
+            "0"},
+        Row{"warning_beside_the_end_stays_warn",
+            {InitLines(0, 2, true) + Nccl(0, "NCCL_P2P_DISABLE set by environment to 1") + Destroy(0),
+             InitLines(1, 2, true) + Destroy(1)},
+            "warn",
+            "NCCL-P2P-DISABLED-ENV",
+            "0"},
         // A flight-recorder dump signal exists only because a collective timed
         // out: with no watchdog line in the excerpt it is what shows the hang
         // (corpus prime-rl-3186); beside the watchdog line it is a symptom.
