@@ -203,20 +203,17 @@ void RememberRankLine(Chunk* c, const ParsedLine& pl, std::string_view raw, uint
   c->rank_slots[k].index = index;
 }
 
-// Where CutLine is in a chunk: the next '\n' at or after the current piece
-// (end if none), found once and kept for the CR-split pieces of one long line
-// (a CR-only chunk has none: searching again per piece would be quadratic),
-// and whether that line is longer than kCrSplitMin (chunk.h), measured from
-// where it starts, so its CRs split it whatever piece is cut next.
+// CutLine's place: the next '\n' (end if none), found once for the CR-split
+// pieces of a long line (per piece would be quadratic), and whether the line,
+// measured from its start, is longer than kCrSplitMin (chunk.h).
 struct LineCut {
   const char* next_nl = nullptr;
   bool long_line = false;
 };
 
-// The end of the line piece that starts at p: *le where its text ends, the
-// return value where the next piece starts (end if none). In a line longer
-// than kCrSplitMin a CR that does not end a CRLF ends a piece too; only such a
-// line is looked at for CRs, so ordinary lines pay nothing.
+// The end of the piece that starts at p: *le where its text ends, the return
+// value where the next starts (end if none). In a long line (or a CR-only
+// file) a CR that does not end a CRLF ends a piece; other lines pay nothing.
 const char* CutLine(const Chunk& c, const char* p, const char* end, LineCut* cut, const char** le) {
   if (cut->next_nl == nullptr || cut->next_nl < p) {
     // p starts a line (or the chunk, perhaps inside a line cut at a CR).
@@ -226,8 +223,7 @@ const char* CutLine(const Chunk& c, const char* p, const char* end, LineCut* cut
   }
   const char* nl = cut->next_nl < end ? cut->next_nl : nullptr;
   *le = cut->next_nl;
-  // The last line of a file without '\n' may be a whole small CR-only file; a
-  // chunk cut at a CR ends inside a long line.
+  // A chunk's last line without '\n': a small CR-only file, or cut at a CR.
   if (c.cr_lines || cut->long_line || nl == nullptr) {
     const char* cr = static_cast<const char*>(std::memchr(p, '\r', *le - p));
     if (cr && cr + 1 < *le) nl = *le = cr;
