@@ -132,7 +132,7 @@ struct Example {
 // or, for lines one process prints about another (a kernel's OOM killer, an
 // NVRM Xid), the process in capture `pid` (kProcess) or the GPU at PCI address
 // `pci` (kDevice) on the host in capture `host` or the line's own.
-enum class SubjectMode { kLine, kCapture, kPrevious, kProcess, kDevice };
+enum class SubjectMode { kLine, kCapture, kPrevious, kProcess, kDevice, kHost };
 
 struct FactAssign {
   Located<std::string> fact;   // "env" for keyed facts

@@ -331,6 +331,12 @@ void RuleLoader::CompileSubjectAndFinding(const RE2& re, const std::set<std::str
     if (r.subject != SubjectMode::kCapture) cr->subject_host = cr->CaptureIndex("host");
     if (r.subject == SubjectMode::kDevice) cr->subject_pid = cr->CaptureIndex("pid");
   }
+  if (r.subject == SubjectMode::kHost) {
+    cr->subject_host = cr->CaptureIndex("host");
+    if (cr->subject_host < 0 && re.ok()) {
+      im.Error(r.pattern.pos, "E-TEMPLATE", "subject: host needs a capture group named 'host'");
+    }
+  }
   if (r.finding.present) {
     std::set<std::string> fvars = vars;
     fvars.insert({"ranks", "hosts", "count"});

@@ -197,8 +197,11 @@ void RuleReader::ReadSubject(const RuleNode& v, LineRule* r) {
     r->subject = SubjectMode::kProcess;
   else if (s.value == "device")
     r->subject = SubjectMode::kDevice;
+  else if (s.value == "host")
+    r->subject = SubjectMode::kHost;
   else
-    Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'", "use line, capture, previous, process or device");
+    Error(s.pos, "E-BAD-VALUE", "unknown subject '" + s.value + "'",
+          "use line, capture, previous, process, device or host");
 }
 
 void RuleReader::ReadFallback(const RuleNode& v, LineRule* r) {

@@ -73,6 +73,18 @@ TEST(RuleLoader, RememberedNamesAreVariablesOfEveryRule) {
             "");
 }
 
+// `subject: host` is the node a line names: it needs the capture that names it.
+TEST(RuleLoader, SubjectHostNeedsAHostCapture) {
+  std::unique_ptr<RuleSet> set;
+  EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
+                     Rule("NET-H", R"(Using network (?P<network>\S+)(?: on (?P<host>\S+))?)", "    subject: host\n"),
+                 &set),
+            "");
+  const std::string out =
+      Load(std::string(kFacts) + "rules:\n" + Rule("NET-X", R"(Using network (?P<network>\S+))", "    subject: host\n"));
+  EXPECT_NE(out.find("subject: host needs a capture group named 'host' [E-TEMPLATE]"), std::string::npos) << out;
+}
+
 TEST(RuleLoader, RejectsUnknownKey) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");

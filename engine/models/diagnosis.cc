@@ -48,7 +48,7 @@ void FillSubjects(const JobState& state, const std::vector<int>& subjects, Findi
       ranks.insert(s.rank);
     else if (s.pid >= 0)
       others.insert(s.label);
-    else
+    else if (s.label.empty() || s.label != s.host)       // a node itself (subject: host) is named by its host alone
       files.insert(s.label.empty() ? s.host : s.label);  // lines with no process or rank
     if (!s.host.empty()) hosts.insert(s.host);
   }

@@ -178,6 +178,23 @@ int JobState::RuleSubject(int file, const ParsedLine& line, const CompiledRule& 
                                                        : std::string_view();
   };
   const SubjectMode mode = r.spec.subject;
+  if (mode == SubjectMode::kHost) {
+    // A line about a node (a launcher's report of one of its tasks, a node
+    // failure): the node itself, one subject per host, never joined to a rank.
+    const std::string_view host = group(r.subject_host);
+    if (!host.empty()) {
+      const SubjectKeyView key = SubjectKey::Device(host, -1);
+      int s = subjects_.Find(key);
+      if (s < 0) {
+        Subject d;
+        d.host = std::string(host);
+        d.label = std::string(host);
+        s = NewSubject(key, std::move(d));
+      }
+      subjects_.all[s].AddFile(file);
+      return s;
+    }
+  }
   if (mode == SubjectMode::kProcess || mode == SubjectMode::kDevice) {
     // A line about another process or a GPU (a kernel log): on the host the
     // line names, else the host its wrapper or file names.
