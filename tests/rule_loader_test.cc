@@ -80,8 +80,8 @@ TEST(RuleLoader, SubjectHostNeedsAHostCapture) {
                      Rule("NET-H", R"(Using network (?P<network>\S+)(?: on (?P<host>\S+))?)", "    subject: host\n"),
                  &set),
             "");
-  const std::string out =
-      Load(std::string(kFacts) + "rules:\n" + Rule("NET-X", R"(Using network (?P<network>\S+))", "    subject: host\n"));
+  const std::string out = Load(std::string(kFacts) + "rules:\n" +
+                               Rule("NET-X", R"(Using network (?P<network>\S+))", "    subject: host\n"));
   EXPECT_NE(out.find("subject: host needs a capture group named 'host' [E-TEMPLATE]"), std::string::npos) << out;
 }
 
