@@ -741,7 +741,8 @@ TEST(Scanner, LongRedrawnLineSplitsTheSameAtEveryChunkSize) {
   TempDir dir;
   // LF lines first: a head of mostly lone CRs would make it a CR-only file.
   std::string log;
-  for (int i = 0; i < 300; ++i) log += "h:1:1 [0] NCCL INFO Channel " + std::to_string(i) + " : 0[0] -> 1[1] via P2P/IPC\n";
+  for (int i = 0; i < 300; ++i)
+    log += "h:1:1 [0] NCCL INFO Channel " + std::to_string(i) + " : 0[0] -> 1[1] via P2P/IPC\n";
   for (int i = 0; i < 400; ++i) log += "\rEpoch 1:  " + std::to_string(i) + "/400 [00:01<00:02, 3.2it/s]";
   log += "\n";
   for (int i = 0; i < 50; ++i) log += "step " + std::to_string(i) + "\rstep " + std::to_string(i) + " done\n";
