@@ -665,10 +665,14 @@ end
 
 # A case whose expectation names the primary's rule must also say whom it
 # names (ranks, "" for none, or hosts); `test --update` pins the ranks.
-W="$T/pin"
-mkdir -p "$W/corpus/case1"
-echo "$L" >"$W/corpus/case1/rank1.log"
-echo '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED"}}' >"$W/corpus/case1/expected.json"
+# A one-case corpus under $T/NAME (W): rank 1's closed connection, and EXPECTATION.
+one_case_corpus() {
+  W="$T/$1"
+  mkdir -p "$W/corpus/case1"
+  echo "$L" >"$W/corpus/case1/rank1.log"
+  echo "$2" >"$W/corpus/case1/expected.json"
+}
+one_case_corpus pin '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED"}}'
 check unpinned_primary_fails 1 "$NS" test "$W/corpus" --color never
 expect out_has 'the expectation does not say whom it names: add "ranks"'
 also_run 0 "$NS" test --update "$W/corpus" --color never
@@ -679,10 +683,7 @@ end
 
 # A primary written as the rule's name alone is that rule: `test --update`
 # pins whom it names and writes JSON (it once wrote '{, "ranks": ""}').
-W="$T/pinstr"
-mkdir -p "$W/corpus/case1"
-echo "$L" >"$W/corpus/case1/rank1.log"
-echo '{"description": "c1", "primary": "NCCL-CONN-CLOSED"}' >"$W/corpus/case1/expected.json"
+one_case_corpus pinstr '{"description": "c1", "primary": "NCCL-CONN-CLOSED"}'
 check string_primary_is_its_rule 0 "$NS" test --update "$W/corpus" --color never
 expect grep -q '"primary": {"rule": "NCCL-CONN-CLOSED", "ranks": "1"}' "$W/corpus/case1/expected.json"
 also_run 0 "$NS" test "$W/corpus" --color never
@@ -691,10 +692,7 @@ end
 
 # A list written as a string ("hosts": "n1") would read as an empty list and
 # expect nobody: the case is an error that names the field.
-W="$T/hoststr"
-mkdir -p "$W/corpus/case1"
-echo "$L" >"$W/corpus/case1/rank1.log"
-echo '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED", "hosts": "n1"}}' >"$W/corpus/case1/expected.json"
+one_case_corpus hoststr '{"description": "c1", "primary": {"rule": "NCCL-CONN-CLOSED", "hosts": "n1"}}'
 check expectation_hosts_string_is_an_error 2 "$NS" test "$W/corpus" --color never
 expect err_has 'primary.hosts must be a list of strings'
 end
