@@ -761,6 +761,29 @@ TEST(Scanner, LongRedrawnLineSplitsTheSameAtEveryChunkSize) {
   EXPECT_EQ(want, 300u + 401u + 50u + 1u) << "the long line's redraws are lines; the short lines keep theirs";
 }
 
+// Long lines with redraws (longer than a chunk and than kCrSplitMin) that end
+// in CR LF: wherever a read ends, even between a CR and its LF, every chunk
+// size gives the same lines.
+TEST(Scanner, LongLineEndingInCrLfSplitsTheSameAtEveryChunkSize) {
+  TempDir dir;
+  std::string log;
+  for (int i = 0; i < 300; ++i) log += "h:1:1 [0] NCCL INFO Channel " + std::to_string(i) + " : 0[0] -> 1[1]\n";
+  for (int k = 0; k < 8; ++k) {
+    for (int i = 0; i < 2500; ++i) log += "\rstep " + std::to_string(i);
+    log += "\r\n";
+  }
+  const std::string path = dir.Write("crlf.log", log);
+  uint64_t want = 0;
+  for (size_t chunk = 500; chunk < 560; ++chunk) {
+    ScanOptions opts;
+    opts.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, opts);
+    const uint64_t lines = a.state->counters().lines;
+    if (want == 0) want = lines;
+    EXPECT_EQ(lines, want) << "chunk " << chunk;
+  }
+}
+
 TEST(Scanner, CrOnlyLogEndingInOneLfKeepsEveryLine) {
   TempDir dir;
   std::string lf, cr;
