@@ -11,6 +11,8 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "engine/reports/report.h"
 #include "engine/run/analyze.h"
@@ -732,6 +734,21 @@ TEST(Scanner, CrOnlyLineEndsSplitLinesAtEveryChunkSize) {
 // chunk size. (It used to be split at CRs only while more than 4 KiB were
 // left, and the rest, one "line", kept only its text after the last CR: the
 // errors at its end were lost.)
+// The lines a scan of `path` counts at every chunk size in `chunks`, expected
+// the same at each (the first size's count is returned).
+uint64_t LinesAtEveryChunkSize(const std::string& path, const std::vector<size_t>& chunks) {
+  uint64_t want = 0;
+  for (size_t chunk : chunks) {
+    ScanOptions opts;
+    opts.chunk_size = chunk;
+    Analysis a = Analyze(Rules(), {path}, opts);
+    const uint64_t lines = a.state->counters().lines;
+    if (want == 0) want = lines;
+    EXPECT_EQ(lines, want) << "chunk " << chunk;
+  }
+  return want;
+}
+
 // A LF log with a progress bar redrawn thousands of times on one line (longer
 // than 4 KiB: its CRs end lines) and short redrawn lines after it (their CRs do
 // not): the same lines at every chunk size. A chunk cut inside the long line
@@ -747,16 +764,7 @@ TEST(Scanner, LongRedrawnLineSplitsTheSameAtEveryChunkSize) {
   log += "\n";
   for (int i = 0; i < 50; ++i) log += "step " + std::to_string(i) + "\rstep " + std::to_string(i) + " done\n";
   log += "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1b000 - Destroy COMPLETE\n";
-  const std::string path = dir.Write("bar.log", log);
-  uint64_t want = 0;
-  for (size_t chunk : {size_t{1} << 17, size_t{4096}, size_t{509}}) {
-    ScanOptions opts;
-    opts.chunk_size = chunk;
-    Analysis a = Analyze(Rules(), {path}, opts);
-    const uint64_t lines = a.state->counters().lines;
-    if (want == 0) want = lines;
-    EXPECT_EQ(lines, want) << "chunk " << chunk;
-  }
+  const uint64_t want = LinesAtEveryChunkSize(dir.Write("bar.log", log), {size_t{1} << 17, 4096, 509});
   // The long line is 401 lines (one before its first CR), the short ones one each.
   EXPECT_EQ(want, 300u + 401u + 50u + 1u) << "the long line's redraws are lines; the short lines keep theirs";
 }
@@ -772,16 +780,9 @@ TEST(Scanner, LongLineEndingInCrLfSplitsTheSameAtEveryChunkSize) {
     for (int i = 0; i < 2500; ++i) log += "\rstep " + std::to_string(i);
     log += "\r\n";
   }
-  const std::string path = dir.Write("crlf.log", log);
-  uint64_t want = 0;
-  for (size_t chunk = 500; chunk < 560; ++chunk) {
-    ScanOptions opts;
-    opts.chunk_size = chunk;
-    Analysis a = Analyze(Rules(), {path}, opts);
-    const uint64_t lines = a.state->counters().lines;
-    if (want == 0) want = lines;
-    EXPECT_EQ(lines, want) << "chunk " << chunk;
-  }
+  std::vector<size_t> chunks;
+  for (size_t chunk = 500; chunk < 560; ++chunk) chunks.push_back(chunk);
+  LinesAtEveryChunkSize(dir.Write("crlf.log", log), chunks);
 }
 
 TEST(Scanner, CrOnlyLogEndingInOneLfKeepsEveryLine) {

@@ -274,6 +274,42 @@ std::string SaysOf(const DiedFirstCandidate& k, const TimedOutRanks& timed_out) 
                      when.empty() ? " and" : "; it");
 }
 
+// The ranks whose watchdogs timed out, and each other rank's died_first
+// candidate (CandidateOf): what died_first and arrived_late both weigh.
+struct Timeouts {
+  TimedOutRanks timed_out;
+  std::vector<DiedFirstCandidate> candidates;
+  std::vector<int> others;  // the subjects of the ranks that did not time out
+};
+
+Timeouts CollectTimeouts(const JobState& state, const FatalFacts& fatal) {
+  const RuleSet& rules = state.rules();
+  const int timeout_seq = rules.fact(Fact::kTimeoutSeq);
+  const int timeout_op = rules.fact(Fact::kTimeoutOp);
+  const int exitcode = rules.fact(Fact::kExitcode);
+  Timeouts t;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    if (sub.rank < 0) continue;
+    if (sub.Has(timeout_seq)) {
+      AddTimedOut(sub, timeout_seq, timeout_op, &t.timed_out);
+      continue;
+    }
+    t.others.push_back(s);
+    if (auto k = CandidateOf(state, s, fatal, exitcode)) t.candidates.push_back(std::move(*k));
+  }
+  return t;
+}
+
+// A timeout check's variables: where the ranks timed out, and what `value` says.
+Vars TimeoutVars(const TimedOutRanks& timed_out, std::string value) {
+  return Vars{{"group", PgName(timed_out.pg)},
+              {"op", timed_out.op.empty() ? "a collective" : timed_out.op},
+              {"seq", timed_out.seq.empty() ? "?" : timed_out.seq},
+              {"value", std::move(value)},
+              {"source", timed_out.first_timeout >= 0 ? " at " + Clock(timed_out.first_timeout) : ""}};
+}
+
 }  // namespace
 
 // died_first: the ranks whose watchdogs timed out are victims of a rank that
@@ -285,26 +321,14 @@ std::string SaysOf(const DiedFirstCandidate& k, const TimedOutRanks& timed_out) 
 // and ranks that all timed out together leave nobody to blame.
 void Checks::DiedFirst(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
-  const int timeout_seq = rules.fact(Fact::kTimeoutSeq);
-  const int timeout_op = rules.fact(Fact::kTimeoutOp);
-  if (timeout_seq < 0) return;
+  if (rules.fact(Fact::kTimeoutSeq) < 0) return;
   // A fatal sign: the first one of these a rank has, by time.
   const FatalFacts fatal = {rules.fact(Fact::kOom), rules.fact(Fact::kFirstError), rules.fact(Fact::kElasticFailed)};
-  const int exitcode = rules.fact(Fact::kExitcode);
   const NcclErrorSeen nccl_error = NcclErrorOnAnyRank(state, fatal[1]);
-  TimedOutRanks timed_out;
-  std::vector<DiedFirstCandidate> candidates;
-  for (int s : state.LiveSubjects()) {
-    const Subject& sub = state.subjects()[s];
-    if (sub.rank < 0) continue;
-    if (sub.Has(timeout_seq)) {
-      AddTimedOut(sub, timeout_seq, timeout_op, &timed_out);
-      continue;
-    }
-    if (auto k = CandidateOf(state, s, fatal, exitcode)) candidates.push_back(std::move(*k));
-  }
-  if (timed_out.ranks.empty() || candidates.empty()) return;
-  const std::vector<const DiedFirstCandidate*> named = NameDiedFirst(candidates, nccl_error, timed_out);
+  const Timeouts t = CollectTimeouts(state, fatal);
+  const TimedOutRanks& timed_out = t.timed_out;
+  if (timed_out.ranks.empty() || t.candidates.empty()) return;
+  const std::vector<const DiedFirstCandidate*> named = NameDiedFirst(t.candidates, nccl_error, timed_out);
   if (named.empty()) return;
 
   std::vector<int> suspects;
@@ -317,13 +341,7 @@ void Checks::DiedFirst(const CompiledCorrelation& c) const {
   }
   std::sort(suspects.begin(), suspects.end());
   ev.insert(ev.end(), timed_out.evidence.begin(), timed_out.evidence.end());
-  const std::string group = PgName(timed_out.pg);
-  Vars vars{{"group", group},
-            {"op", timed_out.op.empty() ? "a collective" : timed_out.op},
-            {"seq", timed_out.seq.empty() ? "?" : timed_out.seq},
-            {"value", Join(says, "; ")},
-            {"source", timed_out.first_timeout >= 0 ? " at " + Clock(timed_out.first_timeout) : ""}};
-  Emit(c, suspects, timed_out.ranks, vars, "died first", ev);
+  Emit(c, suspects, timed_out.ranks, TimeoutVars(timed_out, Join(says, "; ")), "died first", ev);
 }
 
 namespace {
@@ -357,27 +375,19 @@ bool PeerGone(std::string_view error) {
 // died first (died_first).
 void Checks::ArrivedLate(const CompiledCorrelation& c) const {
   const RuleSet& rules = state.rules();
-  const int timeout_seq = rules.fact(Fact::kTimeoutSeq);
   const int first_error = rules.fact(Fact::kFirstError);
-  if (timeout_seq < 0 || first_error < 0) return;
+  if (rules.fact(Fact::kTimeoutSeq) < 0 || first_error < 0) return;
   const FatalFacts fatal = {rules.fact(Fact::kOom), first_error, rules.fact(Fact::kElasticFailed)};
-  const int exitcode = rules.fact(Fact::kExitcode);
-  TimedOutRanks timed_out;
-  std::vector<DiedFirstCandidate> candidates;
+  const Timeouts t = CollectTimeouts(state, fatal);
+  const TimedOutRanks& timed_out = t.timed_out;
   struct Late {
     int rank;
     double time;
     const FactValue* error;
   };
   std::vector<Late> late;
-  for (int s : state.LiveSubjects()) {
+  for (int s : t.others) {
     const Subject& sub = state.subjects()[s];
-    if (sub.rank < 0) continue;
-    if (sub.Has(timeout_seq)) {
-      AddTimedOut(sub, timeout_seq, rules.fact(Fact::kTimeoutOp), &timed_out);
-      continue;
-    }
-    if (auto k = CandidateOf(state, s, fatal, exitcode)) candidates.push_back(std::move(*k));
     const FactValue* e = sub.Get(first_error);
     if (e && e->evidence.time >= 0 && IsNcclSide(*e) && PeerGone(e->value))
       late.push_back({sub.rank, e->evidence.time, e});
@@ -387,7 +397,7 @@ void Checks::ArrivedLate(const CompiledCorrelation& c) const {
   // An NCCL error before the timeouts, or a rank that died first, tells the story.
   const NcclErrorSeen nccl_error = NcclErrorOnAnyRank(state, first_error);
   if (nccl_error.first >= 0 && nccl_error.first < first_timeout) return;
-  if (!NameDiedFirst(candidates, nccl_error, timed_out).empty()) return;
+  if (!NameDiedFirst(t.candidates, nccl_error, timed_out).empty()) return;
   late.erase(
       std::remove_if(late.begin(), late.end(), [&](const Late& l) { return l.time < first_timeout + kLateMargin; }),
       late.end());
@@ -404,12 +414,7 @@ void Checks::ArrivedLate(const CompiledCorrelation& c) const {
   }
   std::sort(suspects.begin(), suspects.end());
   ev.insert(ev.end(), timed_out.evidence.begin(), timed_out.evidence.end());
-  Vars vars{{"group", PgName(timed_out.pg)},
-            {"op", timed_out.op.empty() ? "a collective" : timed_out.op},
-            {"seq", timed_out.seq.empty() ? "?" : timed_out.seq},
-            {"value", Join(says, "; ")},
-            {"source", " at " + Clock(first_timeout)}};
-  Emit(c, suspects, timed_out.ranks, vars, "arrived late", ev);
+  Emit(c, suspects, timed_out.ranks, TimeoutVars(timed_out, Join(says, "; ")), "arrived late", ev);
 }
 
 // not_started from text: the desync report (TORCH_NCCL_DESYNC_DEBUG) says
