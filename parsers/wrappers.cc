@@ -131,9 +131,16 @@ bool StartsLikeHeader(std::string_view s) {
   if (StartsWith(s, "[rank") || StartsWith(s, "NCCL ") || StartsWith(s, "[default")) return true;
   // NCCL's own time stamp before its header ("[2025-08-12 01:37:03] host:pid:tid"; 2.23+,
   // NCCL_DEBUG_TIMESTAMP_FORMAT).
+  // Python logging's bracketed time and level, DeepSpeed's launcher and runtime
+  // ("[2024-03-01 10:00:05,000] [INFO] [launch.py:316:sigkill_handler] …").
   if (s.size() > 1 && s[0] == '[' && IsDigit(s[1])) {
     const size_t close = s.substr(0, 48).find("] ");
-    return close != std::string_view::npos && StartsLikeHeader(s.substr(close + 2));
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = s.substr(close + 2);
+    for (std::string_view level : {"[INFO] ", "[WARNING] ", "[ERROR] ", "[DEBUG] ", "[CRITICAL] "}) {
+      if (StartsWith(rest, level)) return true;
+    }
+    return StartsLikeHeader(rest);
   }
   if (s.size() > 2 && s[0] == '[' && std::strchr("FEWIV", s[1]) && (s[2] == ' ' || IsDigit(s[2]))) return true;
   // host:pid:tid

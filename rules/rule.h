@@ -84,6 +84,14 @@ struct FindingSpec {
   // nodes (an interface other hosts cannot reach, GPUDirect RDMA off). On a
   // job that states it runs on one node it is kept as context at info.
   bool multi_node_only = false;
+  // `suspects:` (line rules) — who the finding holds responsible among the
+  // subjects whose lines it gathered. all (default): every one. first: the one
+  // whose line came first (a launcher lists the nodes as they end, merged into
+  // one problem: the first is where the failure was first seen). none: nobody,
+  // the line reports a failure somewhere else it cannot place (slurmstepd's
+  // node-failure banner, printed by a node that survived).
+  enum class Suspects { kAll, kFirst, kNone };
+  Suspects suspects = Suspects::kAll;
 };
 
 // A structured entry of a rule's `references:` (docs/rules.md §2, "Known

@@ -114,7 +114,8 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
   f->present = true;
   f->explanation.pos = Pos(n);
   ForEachKey(n, "finding",
-             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope"},
+             {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope",
+              "suspects"},
              [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                std::string s;
                if (key == "severity") {
@@ -152,6 +153,15 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
                      f->multi_node_only = true;
                    else if (s != "any")
                      Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
+                 }
+               } else if (key == "suspects") {
+                 if (Scalar(v, "suspects", &s)) {
+                   if (s == "first")
+                     f->suspects = FindingSpec::Suspects::kFirst;
+                   else if (s == "none")
+                     f->suspects = FindingSpec::Suspects::kNone;
+                   else if (s != "all")
+                     Error(Pos(v), "E-BAD-VALUE", "unknown suspects '" + s + "'", "use one of: all, first, none");
                  }
                }
              });
@@ -379,9 +389,12 @@ void RuleReader::ReadCorrelation(const RuleNode& n) {
       c.select = s == "max" ? Select::kMax : Select::kMin;
     } else if (key == "require")
       StringList(v, "require", &c.require);
-    else if (key == "finding")
+    else if (key == "finding") {
       ReadFinding(v, &c.finding);
-    else if (key == "references")
+      // A correlation names its suspects itself.
+      if (c.finding.suspects != FindingSpec::Suspects::kAll)
+        Error(Pos(v), "E-BAD-VALUE", "'suspects:' is for line rules: a correlation names its own");
+    } else if (key == "references")
       ReadReferences(v, &c.references, &c.known_issues);
   });
   if (c.id.value.empty()) {

@@ -195,6 +195,13 @@ INSTANTIATE_TEST_SUITE_P(
              "unspecified launch failure",
              nullptr, -1, -2, 19, -2, "192.168.13.81"},
         Case{"pdsh_not_an_address", "192.168.13: [rank19]: hello", Family::kOther, "192.168.13: [rank19]: hello"},
+        // DeepSpeed's launcher and runtime log through Python logging ("[time] [LEVEL] [file:line:func]"):
+        // pdsh's host in front of it is the node.
+        Case{"pdsh_deepspeed_logger",
+             "worker-2: [2024-03-01 10:00:05,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 5678",
+             Family::kOther, nullptr, nullptr, -1, -2, -2, -2, "worker-2"},
+        Case{"pdsh_unknown_level_kept", "worker-2: [2024-03-01 10:00:05,000] [NOTE] x", Family::kOther,
+             "worker-2: [2024-03-01 10:00:05,000] [NOTE] x"},
         Case{"arrows_in_text_kept", "gpu-7 >> step 10 loss 2.3", Family::kOther, "gpu-7 >> step 10 loss 2.3"},
         Case{"pdsh", std::string("gpu-b03: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", -1, -2, -2, -2,
              "gpu-b03"},

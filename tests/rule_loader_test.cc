@@ -85,6 +85,22 @@ TEST(RuleLoader, SubjectHostNeedsAHostCapture) {
   EXPECT_NE(out.find("subject: host needs a capture group named 'host' [E-TEMPLATE]"), std::string::npos) << out;
 }
 
+TEST(RuleLoader, SuspectsIsAllFirstOrNoneAndForLineRulesOnly) {
+  std::unique_ptr<RuleSet> set;
+  for (const char* v : {"all", "first", "none"}) {
+    EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
+                       Rule("NET-S", R"(Using network (?P<network>\S+))",
+                            std::string("    finding: {severity: error, explanation: x, suspects: ") + v + "}\n"),
+                   &set),
+              "")
+        << v;
+  }
+  const std::string bad = Load(std::string(kFacts) + "rules:\n" +
+                               Rule("NET-S", R"(Using network (?P<network>\S+))",
+                                    "    finding: {severity: error, explanation: x, suspects: last}\n"));
+  EXPECT_NE(bad.find("unknown suspects 'last' [E-BAD-VALUE]"), std::string::npos) << bad;
+}
+
 TEST(RuleLoader, RejectsUnknownKey) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");

@@ -82,6 +82,11 @@ bool ParseExpectation(const std::string& path, Expectation* ex, std::string* err
         ex->primary_hosts = Strings(h);
         ex->primary_has_hosts = true;
       }
+      if (p["suspect_hosts"].get(h) == simdjson::SUCCESS) {
+        if (!IsStringList(h, path, "primary.suspect_hosts", err)) return false;
+        ex->primary_suspect_hosts = Strings(h);
+        ex->primary_has_suspect_hosts = true;
+      }
     }
   }
   simdjson::dom::array arr;
@@ -225,6 +230,14 @@ std::vector<std::string> Compare(const Expectation& ex, const Analysis& a) {
           diffs.push_back("primary: expected hosts " + JoinList(want) + ", got " + JoinList(primary->hosts));
         }
       }
+      if (ex.primary_has_suspect_hosts) {
+        std::vector<std::string> want = ex.primary_suspect_hosts;
+        std::sort(want.begin(), want.end());
+        if (want != primary->suspect_hosts) {
+          diffs.push_back("primary: expected suspect hosts " + JoinList(want) + ", got " +
+                          JoinList(primary->suspect_hosts));
+        }
+      }
     }
   }
   for (const auto& p : ex.present) {
@@ -307,6 +320,7 @@ std::string WriteExpectation(const Expectation& old, const Analysis& a, std::vec
       if (old.primary_has_ranks || new_case || !old.primary_has_hosts)
         out += ", \"ranks\": " + Quote(CompactRanks(p.ranks));
       if (old.primary_has_hosts || (new_case && !p.hosts.empty())) out += ", \"hosts\": " + QuotedList(p.hosts);
+      if (old.primary_has_suspect_hosts) out += ", \"suspect_hosts\": " + QuotedList(p.suspect_hosts);
       out += "},\n";
       if (!new_case && !old.primary_rule.empty() && p.rule_id != old.primary_rule) {
         notes->push_back("primary changed from " + (old.primary_null ? "null" : old.primary_rule) + " to " + p.rule_id);

@@ -2,7 +2,8 @@
 // roots and compares the diagnosis with the case's expected.json:
 //
 //   {"description": "…",
-//    "primary": {"rule": "DIVERGENT-RANK", "category": "desync", "ranks": "13", "hosts": ["gpu-node-001"]} | null,
+//    "primary": {"rule": "DIVERGENT-RANK", "category": "desync", "ranks": "13", "hosts": ["gpu-node-001"],
+//                "suspect_hosts": ["gpu-node-001"]} | null,
 //    "present": ["TORCH-WATCHDOG-TIMEOUT", {"rule": "…", "ranks": "0-3"}],
 //    "absent": ["NET-SOCKET-MULTINODE"],
 //    "max_severity": "info",

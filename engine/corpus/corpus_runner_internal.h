@@ -22,6 +22,10 @@ struct Expectation {
   std::string primary_rule, primary_category, primary_ranks;
   bool primary_has_ranks = false, primary_has_hosts = false;
   std::vector<std::string> primary_hosts;
+  // "suspect_hosts": the hosts the primary suspects (a finding that names the
+  // first of the nodes it lists, `suspects: first`).
+  bool primary_has_suspect_hosts = false;
+  std::vector<std::string> primary_suspect_hosts;
   struct Present {
     std::string rule, ranks;
     bool has_ranks = false;

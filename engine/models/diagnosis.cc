@@ -198,6 +198,16 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
       int64_t rank;
       if (lr != acc.vars.end() && ParseInt(lr->second, &rank) && rank < kMaxRanks) f.ranks = {static_cast<int>(rank)};
     }
+    f.suspects = r.spec.finding.suspects;
+    if (f.suspects == FindingSpec::Suspects::kFirst && acc.first_subject >= 0) {
+      Finding first;
+      FillSubjects(state, {acc.first_subject}, &first);
+      f.first_ranks = first.ranks;
+      f.first_hosts = first.hosts;
+    } else {
+      f.first_ranks = f.ranks;
+      f.first_hosts = f.hosts;
+    }
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };
     f.explanation = r.explanation.Render(lookup);
@@ -321,6 +331,17 @@ void MergeSameProblem(std::vector<Finding>* fs) {
       continue;
     }
     Finding& into = out[it->second];
+    // `suspects: first`: the earliest line's subjects, and its words, speak.
+    if (into.suspects == FindingSpec::Suspects::kFirst && f.first.file >= 0 &&
+        (into.first.file < 0 || SeenBefore(f.first, into.first))) {
+      into.first_ranks = f.first_ranks;
+      into.first_hosts = f.first_hosts;
+      into.explanation = f.explanation;
+      into.remediation = f.remediation;
+      f.evidence.insert(f.evidence.end(), std::make_move_iterator(into.evidence.begin()),
+                        std::make_move_iterator(into.evidence.end()));
+      into.evidence.clear();
+    }
     std::set<int> ranks(into.ranks.begin(), into.ranks.end());
     ranks.insert(f.ranks.begin(), f.ranks.end());
     into.ranks.assign(ranks.begin(), ranks.end());
@@ -533,8 +554,11 @@ Diagnosis Diagnose(const JobState& state) {
     // that printed it, unless it is a victim's report (timeouts, cascades, a
     // connection its peer closed).
     if (f.kind || (f.role != Role::kCascade && f.category != Category::kTimeout && !names_peer.count(f.rule_id))) {
-      f.suspect_ranks = f.ranks;
-      f.suspect_hosts = f.hosts;
+      const bool first = f.suspects == FindingSpec::Suspects::kFirst;
+      if (f.suspects != FindingSpec::Suspects::kNone) {
+        f.suspect_ranks = first ? f.first_ranks : f.ranks;
+        f.suspect_hosts = first ? f.first_hosts : f.hosts;
+      }
     }
     std::string inst = f.fingerprint + "|" + CompactRanks(f.suspect_ranks) + "|";
     for (const auto& h : f.suspect_hosts) inst += h + ",";

@@ -64,6 +64,11 @@ struct Finding {
   // finding names stopped (it crashed, was OOM-killed, lost its GPU): ranked
   // before that finding (RanksBefore).
   bool why_culprit = false;
+  // The rule's `suspects:` (FindingSpec::Suspects); for kFirst the subjects of
+  // the earliest line the finding gathered, the only ones suspected.
+  FindingSpec::Suspects suspects = FindingSpec::Suspects::kAll;
+  std::vector<int> first_ranks;
+  std::vector<std::string> first_hosts;
 };
 
 struct Diagnosis {

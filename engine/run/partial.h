@@ -47,7 +47,7 @@
 
 namespace ncclscan {
 
-inline constexpr uint64_t kPartialVersion = 5;
+inline constexpr uint64_t kPartialVersion = 6;
 
 // What the rules a partial was made with must share with those of the merge.
 std::string RulesSignature(const RuleSet& rules);

@@ -359,6 +359,7 @@ void JobState::AddToLineFinding(const CompiledRule& r, int rule_idx, const Match
       acc.vars[rr.first] = bounded(std::move(v));
     }
     acc.first = seen;
+    acc.first_subject = si;
     it = findings_.by_key.emplace(key, std::move(acc)).first;
   }
   LineFindingAcc& acc = it->second;
@@ -370,7 +371,10 @@ void JobState::AddToLineFinding(const CompiledRule& r, int rule_idx, const Match
     Cite(ev, &acc.evidence.back());
     acc.evidence.back().subject = si;
   }
-  if (SeenBefore(seen, acc.first)) acc.first = seen;
+  if (SeenBefore(seen, acc.first)) {
+    acc.first = seen;
+    acc.first_subject = si;
+  }
   if (acc.count == 1 || SeenBefore(acc.last, seen)) acc.last = seen;
   if (line.level == NcclLevel::kWarn) {
     if (findings_.open_warn.size() <= static_cast<size_t>(si)) findings_.open_warn.resize(si + 1);

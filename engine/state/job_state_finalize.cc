@@ -265,6 +265,7 @@ void JobState::Relabel(const std::vector<bool>& duplicate) {
     std::set<int> r;
     for (int i : kv.second.subjects) r.insert(LiveSubject(i));
     kv.second.subjects = r;
+    if (kv.second.first_subject >= 0) kv.second.first_subject = LiveSubject(kv.second.first_subject);
   }
   std::sort(identity_.conflicts.begin(), identity_.conflicts.end());
 }

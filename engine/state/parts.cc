@@ -427,6 +427,7 @@ void LineFindingTable::Encode(WireWriter* w) const {
     for (const auto& e : a.evidence) Put(w, e);
     w->I(a.count);
     Put(w, a.first);
+    w->I(a.first_subject);
     Put(w, a.last);
     w->S(a.result);
   }
@@ -448,6 +449,7 @@ void LineFindingTable::Decode(WireReader* r, const Limits& l) {
     a.count = r->I();
     CheckCount(r, a.count);
     Get(r, &a.first, l);
+    a.first_subject = r->Index(-1, l.subjects);
     Get(r, &a.last, l);
     a.result = r->S();
   }
@@ -470,6 +472,7 @@ void LineFindingTable::Absorb(LineFindingTable&& later, const Remap& r) {
     std::set<int> subjects;
     for (int s : bf.subjects) subjects.insert(r.Subject(s));
     bf.subjects = std::move(subjects);
+    if (bf.first_subject >= 0) bf.first_subject = r.Subject(bf.first_subject);
     auto it = by_key.find(kv.first);
     if (it == by_key.end()) {
       by_key.emplace(kv.first, std::move(bf));
@@ -482,7 +485,10 @@ void LineFindingTable::Absorb(LineFindingTable&& later, const Remap& r) {
       if (a.evidence.size() >= kMaxEvidencePerFinding) break;
       a.evidence.push_back(std::move(e));
     }
-    if (SeenBefore(bf.first, a.first)) a.first = bf.first;
+    if (SeenBefore(bf.first, a.first)) {
+      a.first = bf.first;
+      a.first_subject = bf.first_subject;
+    }
     if (SeenBefore(a.last, bf.last)) a.last = bf.last;
     if (a.result.empty()) a.result = std::move(bf.result);
   }

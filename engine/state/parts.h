@@ -325,6 +325,7 @@ struct LineFindingAcc {
   std::vector<Evidence> evidence;
   int64_t count = 0;
   Seen first;
+  int first_subject = -1;  // the subject of the line seen first (`first`)
   Seen last;
   std::string result;  // the ncclResult_t of the return-code chain that followed
 };
