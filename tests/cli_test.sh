@@ -1144,7 +1144,7 @@ r = R(body); sig = r.S(); writer = r.S()
 for name, count, line in (('neg', -5, -7), ('pos', 5, 7)):
     finding = (S('K') + I(0) + S('') + U(0) + U(0)
                + U(1) + I(0) + I(line) + S('evidence text') + D(-1.0) + I(-1) + I(0) + I(-1) + I(-1)
-               + I(count) + D(-1.0) + I(0) + I(1) + D(-1.0) + I(0) + I(1) + S(''))
+               + I(count) + D(-1.0) + I(0) + I(1) + I(-1) + D(-1.0) + I(0) + I(1) + S(''))
     # The parts in turn (engine/state/parts.h): files (one, then skipped,
     # origins, labels), subjects, communicators, identity clues, line findings
     # (this one, no open WARN), dumps, counters (17, then the first and last year).

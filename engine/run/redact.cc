@@ -125,7 +125,8 @@ void Redactor::Learn(std::string_view text) {
   std::string user, puser, phost, job;
   while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
     if (!user.empty()) users_.insert(user);
-    if (!puser.empty() && puser != "root") users_.insert(puser);
+    // ("pdsh@node0: node3: …" is pdsh's own prefix: the program, not a user.)
+    if (!puser.empty() && puser != "root" && puser != "pdsh") users_.insert(puser);
     if (!phost.empty() && !IsRankLabel(phost)) AddHost(phost);
     if (!job.empty()) jobs_.insert(job);
   }
@@ -446,6 +447,7 @@ void Redactor::Redact(std::string_view in, std::string* out) {
           if (home) users_.emplace(part);
           replace(p, part.size(), kUser);
         } else if (prompt && pa == '@' && p == i && part.size() >= 2 && !IsDigit(part[0]) && part != "root" &&
+                   part != "pdsh" &&  // pdsh's own "pdsh@node0: node3: …": the program, not a user
                    std::all_of(part.begin(), part.end(),
                                [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '_' || c == '-'; })) {
           // A prompt "user@host:~$" whose user no line named elsewhere.
