@@ -84,6 +84,11 @@ struct FindingSpec {
   // nodes (an interface other hosts cannot reach, GPUDirect RDMA off). On a
   // job that states it runs on one node it is kept as context at info.
   bool multi_node_only = false;
+  // `impact: performance`: what the finding describes makes the job slow, it
+  // does not stop it (TCP sockets between nodes). Where the run shows its end
+  // and nothing failed, it is kept as context at info: a run that finished is
+  // not in trouble for it (a healthy run's headline is never a warning).
+  bool performance_only = false;
   // `suspects:` (line rules) — who the finding holds responsible among the
   // subjects whose lines it gathered. all (default): every one. first: the one
   // whose line came first (a launcher lists the nodes as they end, merged into

@@ -115,7 +115,7 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
   f->explanation.pos = Pos(n);
   ForEachKey(n, "finding",
              {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope",
-              "suspects"},
+              "suspects", "impact"},
              [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                std::string s;
                if (key == "severity") {
@@ -153,6 +153,13 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
                      f->multi_node_only = true;
                    else if (s != "any")
                      Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
+                 }
+               } else if (key == "impact") {
+                 if (Scalar(v, "impact", &s)) {
+                   if (s == "performance")
+                     f->performance_only = true;
+                   else if (s != "failure")
+                     Error(Pos(v), "E-BAD-VALUE", "unknown impact '" + s + "'", "use one of: failure, performance");
                  }
                } else if (key == "suspects") {
                  if (Scalar(v, "suspects", &s)) {

@@ -101,6 +101,22 @@ TEST(RuleLoader, SuspectsIsAllFirstOrNoneAndForLineRulesOnly) {
   EXPECT_NE(bad.find("unknown suspects 'last' [E-BAD-VALUE]"), std::string::npos) << bad;
 }
 
+TEST(RuleLoader, ImpactIsFailureOrPerformance) {
+  std::unique_ptr<RuleSet> set;
+  for (const char* v : {"failure", "performance"}) {
+    EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
+                       Rule("NET-I", R"(Using network (?P<network>\S+))",
+                            std::string("    finding: {severity: warning, explanation: x, impact: ") + v + "}\n"),
+                   &set),
+              "")
+        << v;
+  }
+  const std::string bad = Load(std::string(kFacts) + "rules:\n" +
+                               Rule("NET-I", R"(Using network (?P<network>\S+))",
+                                    "    finding: {severity: warning, explanation: x, impact: speed}\n"));
+  EXPECT_NE(bad.find("unknown impact 'speed' [E-BAD-VALUE]"), std::string::npos) << bad;
+}
+
 TEST(RuleLoader, RejectsUnknownKey) {
   std::string text =
       std::string(kFacts) + "rules:\n" + Rule("NET-A", R"(Using network (?P<network>\S+))", "    titel: oops\n");

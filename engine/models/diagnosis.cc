@@ -37,6 +37,7 @@ Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Ca
   f.title = title;
   f.references = references;
   f.owner = spec.has_owner ? spec.owner : DefaultOwner(category);
+  f.performance_only = spec.performance_only;
   return f;
 }
 
@@ -407,6 +408,29 @@ void MarkWhyCulprit(std::vector<Finding>* fs) {
     }
   }
 }
+// `impact: performance` findings of a run that shows its end (a process's
+// clean end or the job's: torchrun's success, nccl-tests' summary) with
+// nothing at error or above and no story of a stop: the job was slow, not in
+// trouble. They stay in the report as context at info.
+void KeepPerformanceOfAFinishedRun(const JobState& state, std::vector<Finding>* fs) {
+  for (const Finding& f : *fs) {
+    if ((f.severity >= Severity::kError && f.role != Role::kContext) || f.category == Category::kHang) return;
+  }
+  const int clean = state.rules().fact(Fact::kCleanEnd), job = state.rules().fact(Fact::kJobEnd);
+  bool ended = false;
+  for (int s : state.LiveSubjects()) {
+    const Subject& sub = state.subjects()[s];
+    ended |= (clean >= 0 && sub.Has(clean)) || (job >= 0 && sub.Has(job));
+  }
+  if (!ended) return;
+  for (Finding& f : *fs) {
+    if (!f.performance_only || f.severity != Severity::kWarning) continue;
+    f.severity = Severity::kInfo;
+    f.role = Role::kContext;
+    f.explanation += " The run shows its end and nothing failed: this made it slower, it did not stop it.";
+  }
+}
+
 }  // namespace
 
 Diagnosis Diagnose(const JobState& state) {
@@ -481,6 +505,7 @@ Diagnosis Diagnose(const JobState& state) {
   }
 
   MarkWhyCulprit(&fs);
+  KeepPerformanceOfAFinishedRun(state, &fs);
   std::sort(fs.begin(), fs.end(), RanksBefore);
 
   Severity worst = Severity::kInfo;

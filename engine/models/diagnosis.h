@@ -67,6 +67,7 @@ struct Finding {
   // The rule's `suspects:` (FindingSpec::Suspects); for kFirst the subjects of
   // the earliest line the finding gathered, the only ones suspected.
   FindingSpec::Suspects suspects = FindingSpec::Suspects::kAll;
+  bool performance_only = false;  // FindingSpec::performance_only
   std::vector<int> first_ranks;
   std::vector<std::string> first_hosts;
 };
