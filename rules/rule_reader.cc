@@ -92,6 +92,19 @@ void RuleReader::OneOf(const RuleNode& n, const std::string& what, const std::st
   *out = s;  // kept even when wrong, so later checks do not pile up
 }
 
+int RuleReader::Choice(const RuleNode& n, const std::string& what, std::initializer_list<const char*> names) {
+  std::string s;
+  if (!Scalar(n, what, &s)) return -1;
+  std::string all;
+  int i = 0;
+  for (const char* name : names) {
+    if (s == name) return i;
+    all += (i++ ? ", " : "") + std::string(name);
+  }
+  Error(Pos(n), "E-BAD-VALUE", "unknown " + what + " '" + s + "'", "use one of: " + all);
+  return -1;
+}
+
 bool RuleReader::StringList(const RuleNode& n, const std::string& what, std::vector<Located<std::string>>* out) {
   if (n.IsScalar()) {
     Located<std::string> l;
@@ -148,28 +161,12 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
                } else if (key == "owner") {
                  f->has_owner = Word(v, "owner", ParseOwner, OwnerNames(), &f->owner);
                } else if (key == "scope") {
-                 if (Scalar(v, "scope", &s)) {
-                   if (s == "multi_node")
-                     f->multi_node_only = true;
-                   else if (s != "any")
-                     Error(Pos(v), "E-BAD-VALUE", "unknown scope '" + s + "'", "use one of: any, multi_node");
-                 }
+                 f->multi_node_only = Choice(v, "scope", {"any", "multi_node"}) == 1;
                } else if (key == "impact") {
-                 if (Scalar(v, "impact", &s)) {
-                   if (s == "performance")
-                     f->performance_only = true;
-                   else if (s != "failure")
-                     Error(Pos(v), "E-BAD-VALUE", "unknown impact '" + s + "'", "use one of: failure, performance");
-                 }
+                 f->performance_only = Choice(v, "impact", {"failure", "performance"}) == 1;
                } else if (key == "suspects") {
-                 if (Scalar(v, "suspects", &s)) {
-                   if (s == "first")
-                     f->suspects = FindingSpec::Suspects::kFirst;
-                   else if (s == "none")
-                     f->suspects = FindingSpec::Suspects::kNone;
-                   else if (s != "all")
-                     Error(Pos(v), "E-BAD-VALUE", "unknown suspects '" + s + "'", "use one of: all, first, none");
-                 }
+                 const int c = Choice(v, "suspects", {"all", "first", "none"});
+                 if (c > 0) f->suspects = c == 1 ? FindingSpec::Suspects::kFirst : FindingSpec::Suspects::kNone;
                }
              });
   if (f->explanation.value.empty()) Error(Pos(n), "E-MISSING-KEY", "finding needs an 'explanation'");

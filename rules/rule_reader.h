@@ -5,6 +5,7 @@
 #ifndef NCCLSCAN_RULES_RULE_READER_H_
 #define NCCLSCAN_RULES_RULE_READER_H_
 
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,6 +74,8 @@ class RuleReader {
   bool Int(const RuleNode& n, const std::string& what, int min, int* out);
   // A scalar that must be `a` or `b` (an error otherwise; the value is kept).
   void OneOf(const RuleNode& n, const std::string& what, const std::string& a, const std::string& b, std::string* out);
+  // The index of scalar n's value among `names`; -1 (and an error naming them) when it is none.
+  int Choice(const RuleNode& n, const std::string& what, std::initializer_list<const char*> names);
   // A scalar naming a word of a vocabulary table (rules/vocabulary.h); an
   // unknown one is an error whose help lists the table's words.
   template <typename E>

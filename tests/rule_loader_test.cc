@@ -85,36 +85,26 @@ TEST(RuleLoader, SubjectHostNeedsAHostCapture) {
   EXPECT_NE(out.find("subject: host needs a capture group named 'host' [E-TEMPLATE]"), std::string::npos) << out;
 }
 
-TEST(RuleLoader, SuspectsIsAllFirstOrNoneAndForLineRulesOnly) {
-  std::unique_ptr<RuleSet> set;
-  for (const char* v : {"all", "first", "none"}) {
-    EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
-                       Rule("NET-S", R"(Using network (?P<network>\S+))",
-                            std::string("    finding: {severity: error, explanation: x, suspects: ") + v + "}\n"),
-                   &set),
-              "")
-        << v;
+// Finding keys that take one word of a few: each word loads, another is an error naming them.
+TEST(RuleLoader, FindingChoicesTakeTheirWords) {
+  struct Key {
+    const char* key;
+    std::vector<const char*> words;
+    const char* bad;
+  };
+  for (const Key& k :
+       {Key{"suspects", {"all", "first", "none"}, "last"}, Key{"impact", {"failure", "performance"}, "speed"},
+        Key{"scope", {"any", "multi_node"}, "one_node"}}) {
+    auto rule = [&](const std::string& word) {
+      return std::string(kFacts) + "rules:\n" +
+             Rule("NET-K", R"(Using network (?P<network>\S+))",
+                  "    finding: {severity: warning, explanation: x, " + std::string(k.key) + ": " + word + "}\n");
+    };
+    std::unique_ptr<RuleSet> set;
+    for (const char* w : k.words) EXPECT_EQ(Load(rule(w), &set), "") << k.key << ": " << w;
+    const std::string bad = Load(rule(k.bad));
+    EXPECT_NE(bad.find("unknown " + std::string(k.key) + " '" + k.bad + "' [E-BAD-VALUE]"), std::string::npos) << bad;
   }
-  const std::string bad = Load(std::string(kFacts) + "rules:\n" +
-                               Rule("NET-S", R"(Using network (?P<network>\S+))",
-                                    "    finding: {severity: error, explanation: x, suspects: last}\n"));
-  EXPECT_NE(bad.find("unknown suspects 'last' [E-BAD-VALUE]"), std::string::npos) << bad;
-}
-
-TEST(RuleLoader, ImpactIsFailureOrPerformance) {
-  std::unique_ptr<RuleSet> set;
-  for (const char* v : {"failure", "performance"}) {
-    EXPECT_EQ(Load(std::string(kFacts) + "rules:\n" +
-                       Rule("NET-I", R"(Using network (?P<network>\S+))",
-                            std::string("    finding: {severity: warning, explanation: x, impact: ") + v + "}\n"),
-                   &set),
-              "")
-        << v;
-  }
-  const std::string bad = Load(std::string(kFacts) + "rules:\n" +
-                               Rule("NET-I", R"(Using network (?P<network>\S+))",
-                                    "    finding: {severity: warning, explanation: x, impact: speed}\n"));
-  EXPECT_NE(bad.find("unknown impact 'speed' [E-BAD-VALUE]"), std::string::npos) << bad;
 }
 
 TEST(RuleLoader, RejectsUnknownKey) {
