@@ -201,14 +201,11 @@ void LineFindings(const JobState& state, std::vector<Finding>* out) {
       if (lr != acc.vars.end() && ParseInt(lr->second, &rank) && rank < kMaxRanks) f.ranks = {static_cast<int>(rank)};
     }
     f.suspects = r.spec.finding.suspects;
-    if (f.suspects == FindingSpec::Suspects::kFirst && acc.first_subject >= 0) {
+    if (f.suspects == FindingSpec::Suspects::kFirst) {
       Finding first;
-      FillSubjects(state, {acc.first_subject}, &first);
-      f.first_ranks = first.ranks;
-      f.first_hosts = first.hosts;
-    } else {
-      f.first_ranks = f.ranks;
-      f.first_hosts = f.hosts;
+      if (acc.first_subject >= 0) FillSubjects(state, {acc.first_subject}, &first);
+      f.first_ranks = acc.first_subject >= 0 ? first.ranks : f.ranks;
+      f.first_hosts = acc.first_subject >= 0 ? first.hosts : f.hosts;
     }
     FillWhere(acc.vars, &f);
     auto lookup = [&](const std::string& name, std::string* o) { AppendFindingVar(f, acc.vars, name, o); };

@@ -64,8 +64,9 @@ struct Finding {
   // finding names stopped (it crashed, was OOM-killed, lost its GPU): ranked
   // before that finding (RanksBefore).
   bool why_culprit = false;
-  // The rule's `suspects:` (FindingSpec::Suspects); for kFirst the subjects of
-  // the earliest line the finding gathered, the only ones suspected.
+  // The rule's `suspects:` (FindingSpec::Suspects); for kFirst (only) the
+  // first_* fields hold the subjects of the earliest line the finding gathered,
+  // the only ones suspected.
   FindingSpec::Suspects suspects = FindingSpec::Suspects::kAll;
   bool performance_only = false;  // FindingSpec::performance_only
   std::vector<int> first_ranks;

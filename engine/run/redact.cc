@@ -88,6 +88,12 @@ void Redactor::AddHostsOf(const JobState& state) {
   }
 }
 
+namespace {
+// Names before '@' in a prompt that are nobody's: root (every host has it) and
+// pdsh's own prefix ("pdsh@node0: node3: …": the program, not a user).
+bool NotAUser(std::string_view name) { return name == "root" || name == "pdsh"; }
+}  // namespace
+
 void Redactor::Learn(std::string_view text) {
   // One compiled regex for every redactor and thread (RE2 matches are thread-safe).
   static const RE2* const kLearn = [] {
@@ -125,8 +131,7 @@ void Redactor::Learn(std::string_view text) {
   std::string user, puser, phost, job;
   while (RE2::FindAndConsume(&in, *kLearn, &user, &puser, &phost, &job)) {
     if (!user.empty()) users_.insert(user);
-    // ("pdsh@node0: node3: …" is pdsh's own prefix: the program, not a user.)
-    if (!puser.empty() && puser != "root" && puser != "pdsh") users_.insert(puser);
+    if (!puser.empty() && !NotAUser(puser)) users_.insert(puser);
     if (!phost.empty() && !IsRankLabel(phost)) AddHost(phost);
     if (!job.empty()) jobs_.insert(job);
   }
@@ -446,8 +451,7 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         } else if (home || (users_.count(part) && (pb == '/' || (pa == '@' && !same_length_)))) {
           if (home) users_.emplace(part);
           replace(p, part.size(), kUser);
-        } else if (prompt && pa == '@' && p == i && part.size() >= 2 && !IsDigit(part[0]) && part != "root" &&
-                   part != "pdsh" &&  // pdsh's own "pdsh@node0: node3: …": the program, not a user
+        } else if (prompt && pa == '@' && p == i && part.size() >= 2 && !IsDigit(part[0]) && !NotAUser(part) &&
                    std::all_of(part.begin(), part.end(),
                                [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '_' || c == '-'; })) {
           // A prompt "user@host:~$" whose user no line named elsewhere.
