@@ -24,8 +24,19 @@ bool HasLogExtension(std::string_view base) {
   return false;
 }
 
+// A source file: "ibgda.cpp:2234: NULL value …" (NVSHMEM), "c10d_logger.py:83: UserWarning"
+// (Python's warnings) and "init.cc:1204:" (assertions) are where the program
+// printed from, not a log file grep matched in.
+bool IsSourceFile(std::string_view t) {
+  static const char* kExt[] = {".cpp", ".cc", ".cu", ".cuh", ".c", ".h", ".hpp", ".py"};
+  for (const char* e : kExt) {
+    if (EndsWith(t, e)) return true;
+  }
+  return false;
+}
+
 bool IsFileLikeToken(std::string_view t) {
-  if (t.empty() || t.size() > 512) return false;
+  if (t.empty() || t.size() > 512 || IsSourceFile(t)) return false;
   for (char c : t) {
     if (c == ' ' || c == '\t' || c == '[' || c == '<' || c == '(') return false;
   }

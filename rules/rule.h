@@ -89,6 +89,13 @@ struct FindingSpec {
   // and nothing failed, it is kept as context at info: a run that finished is
   // not in trouble for it (a healthy run's headline is never a warning).
   bool performance_only = false;
+  // `stops_run: error`: what the finding describes stops the run with an error
+  // of its own, even where its category is one of ranks waiting (desync): a check
+  // that compares the ranks and raises (PyTorch's collective fingerprints under
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL, a monitored barrier, OpenMMLab's loss terms).
+  // As the primary it makes the status "fail", not "hung". `hang` (the default
+  // for timeout, desync and hang findings) leaves the status to the category.
+  bool stops_with_error = false;
   // `suspects:` (line rules) — who the finding holds responsible among the
   // subjects whose lines it gathered. all (default): every one. first: the one
   // whose line came first (a launcher lists the nodes as they end, merged into

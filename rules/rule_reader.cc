@@ -128,7 +128,7 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
   f->explanation.pos = Pos(n);
   ForEachKey(n, "finding",
              {"severity", "confidence", "role", "group_by", "explanation", "remediation", "explains", "owner", "scope",
-              "suspects", "impact"},
+              "suspects", "impact", "stops_run"},
              [&](const std::string& key, const RuleNode&, const RuleNode& v) {
                std::string s;
                if (key == "severity") {
@@ -164,6 +164,8 @@ void RuleReader::ReadFinding(const RuleNode& n, FindingSpec* f) {
                  f->multi_node_only = Choice(v, "scope", {"any", "multi_node"}) == 1;
                } else if (key == "impact") {
                  f->performance_only = Choice(v, "impact", {"failure", "performance"}) == 1;
+               } else if (key == "stops_run") {
+                 f->stops_with_error = Choice(v, "stops_run", {"hang", "error"}) == 1;
                } else if (key == "suspects") {
                  const int c = Choice(v, "suspects", {"all", "first", "none"});
                  if (c > 0) f->suspects = c == 1 ? FindingSpec::Suspects::kFirst : FindingSpec::Suspects::kNone;

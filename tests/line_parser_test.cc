@@ -164,6 +164,14 @@ INSTANTIATE_TEST_SUITE_P(
              "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server", Family::kOther,
              "./entrypoint.sh: line 48:    28 Killed                  python3 -m sglang.launch_server", nullptr, -1, -2,
              -2, -2, nullptr, nullptr},
+        // A source location ("file.cpp:123:") is where a program printed from, no grep
+        // prefix: NCCL's header cut from a paste, NVSHMEM's error chain, Python's warnings.
+        Case{"source_location_nccl_warn",
+             "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device", Family::kNccl,
+             nullptr},
+        Case{"source_location_nvshmem",
+             "/opt/nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL value Unable to create ah.", Family::kOther,
+             "/opt/nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL value Unable to create ah."},
         Case{"grep_context", std::string("logs/rank3.log-1208-") + kInfo, Family::kNccl, "Using network IB", "gpu-a17",
              48213, 3, -2, -2, nullptr, "logs/rank3.log", 1208},
         Case{"srun", std::string(" 3: ") + kInfo, Family::kNccl, "Using network IB", "gpu-a17", 48213, 3, 3},

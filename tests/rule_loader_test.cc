@@ -94,7 +94,7 @@ TEST(RuleLoader, FindingChoicesTakeTheirWords) {
   };
   for (const Key& k :
        {Key{"suspects", {"all", "first", "none"}, "last"}, Key{"impact", {"failure", "performance"}, "speed"},
-        Key{"scope", {"any", "multi_node"}, "one_node"}}) {
+        Key{"scope", {"any", "multi_node"}, "one_node"}, Key{"stops_run", {"hang", "error"}, "crash"}}) {
     auto rule = [&](const std::string& word) {
       return std::string(kFacts) + "rules:\n" +
              Rule("NET-K", R"(Using network (?P<network>\S+))",

@@ -65,6 +65,13 @@ std::string DumpSignal(int rank) {
          "the debug info. Last enqueued NCCL work: 9, last completed NCCL work: 6.\n";
 }
 
+// PyTorch's collective fingerprints under TORCH_DISTRIBUTED_DEBUG=DETAIL disagree: it raises.
+const std::string kMismatch =
+    "[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is "
+    "running collective: CollectiveFingerPrint(SequenceNumber=1, OpType=REDUCE, TensorShape=[20, 10], "
+    "TensorDtypes=Float).\n";
+
 struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
@@ -411,6 +418,19 @@ INSTANTIATE_TEST_SUITE_P(
             ""},
         // After Init COMPLETE the connection was the running job's: its far end
         // is the suspect host even though its logs were not collected.
+        // A check that compares the ranks and raises (stops_run: error) ends the run
+        // with an error: "fail", not "hung" ...
+        Row{"fingerprint_mismatch_raised",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) + kMismatch},
+            "fail",
+            "TORCH-COLLECTIVE-MISMATCH",
+            "0"},
+        // ... unless a watchdog timeout shows that the ranks waited all the same.
+        Row{"fingerprint_mismatch_after_a_timeout",
+            {InitLines(0, 2, true) + InitLines(1, 2, true) + kMismatch + Timeout(1, 2)},
+            "hung",
+            "TORCH-COLLECTIVE-MISMATCH",
+            "0"},
         Row{"closed_by_uncollected_peer_while_running",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "

@@ -38,6 +38,7 @@ Finding FindingOf(const std::string& id, std::optional<CorrelationKind> kind, Ca
   f.references = references;
   f.owner = spec.has_owner ? spec.owner : DefaultOwner(category);
   f.performance_only = spec.performance_only;
+  f.stops_with_error = spec.stops_with_error;
   return f;
 }
 
@@ -293,8 +294,15 @@ void RefineStatus(Diagnosis* d, const std::vector<Finding>& fs) {
       }
     }
     if (d->primary >= 0) {
+      // A check that compares the ranks and raises ends the run with an error
+      // ("fail"), unless a timeout shows that ranks waited all the same.
+      const bool raised = fs[d->primary].stops_with_error && std::none_of(fs.begin(), fs.end(), [](const Finding& f) {
+                            return f.category == Category::kTimeout;
+                          });
       const Category cat = fs[d->primary].category;
-      if (cat == Category::kTimeout || cat == Category::kDesync || cat == Category::kHang) d->status = Status::kHung;
+      if (!raised && (cat == Category::kTimeout || cat == Category::kDesync || cat == Category::kHang)) {
+        d->status = Status::kHung;
+      }
     }
     return;
   }

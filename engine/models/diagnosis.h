@@ -69,6 +69,7 @@ struct Finding {
   // the only ones suspected.
   FindingSpec::Suspects suspects = FindingSpec::Suspects::kAll;
   bool performance_only = false;  // FindingSpec::performance_only
+  bool stops_with_error = false;  // FindingSpec::stops_with_error
   std::vector<int> first_ranks;
   std::vector<std::string> first_hosts;
 };
