@@ -413,13 +413,31 @@ void MarkWhyCulprit(std::vector<Finding>* fs) {
     }
   }
 }
-// `impact: performance` findings of a run that shows its end (a process's
-// clean end or the job's: torchrun's success, nccl-tests' summary) with
-// nothing at error or above and no story of a stop: the job was slow, not in
-// trouble. They stay in the report as context at info.
+// `impact: performance` findings with nothing at error or above say why a
+// run was slow, not why it stopped. Of a run that shows its end (a process's
+// clean end or the job's: torchrun's success, nccl-tests' summary) the job
+// was slow, not in trouble; of a run whose story stops (RUN-STOPPED-*, no
+// progress shown), the stop is the headline. Either way they stay in the
+// report as context at info.
 void KeepPerformanceOfAFinishedRun(const JobState& state, std::vector<Finding>* fs) {
+  bool stopped = false, fallback_cause = false;
   for (const Finding& f : *fs) {
-    if ((f.severity >= Severity::kError && f.role != Role::kContext) || f.category == Category::kHang) return;
+    if (f.severity >= Severity::kError && f.role != Role::kContext) return;
+    stopped |= f.category == Category::kHang && f.role == Role::kRoot;
+    // A faster transport that failed (a net plugin's init or path, an HCA,
+    // GPUDirect) is why the slow one was taken: then the slow path is the
+    // story, stopped or not.
+    fallback_cause |= !f.performance_only && (f.category == Category::kTransport || f.category == Category::kIb ||
+                                              f.category == Category::kGdr || f.category == Category::kInit);
+  }
+  if (stopped && !fallback_cause) {
+    for (Finding& f : *fs) {
+      if (!f.performance_only || f.severity != Severity::kWarning) continue;
+      f.severity = Severity::kInfo;
+      f.role = Role::kContext;
+      f.explanation += " It slows a job; it does not stop one: where the logs stop, look at the stage they stop in.";
+    }
+    return;
   }
   const int clean = state.rules().fact(Fact::kCleanEnd), job = state.rules().fact(Fact::kJobEnd);
   bool ended = false;
