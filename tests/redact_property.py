@@ -69,10 +69,17 @@ def main():
                     mapping[k] = v
                     kinds[k] = kind
 
+            def rename_host(h):
+                # A host with its domain ("node8.cm.cluster") is redacted as two values:
+                # the host and the domain after it (kind "domain", with its leading dot).
+                if h in mapping or "." not in h:
+                    return mapping.get(h, h)
+                base, _, dom = h.partition(".")
+                return mapping.get(base, base) + mapping.get("." + dom, "." + dom)
+
             def rename(h):
                 base, sep, rest = h.partition("[")
-                return mapping.get(base, base) + (sep + mapping.get(rest.rstrip("]"), rest.rstrip("]")) + "]"
-                                                  if sep else "")
+                return rename_host(base) + (sep + mapping.get(rest.rstrip("]"), rest.rstrip("]")) + "]" if sep else "")
 
             red_files = []
             for root, _, files in os.walk(out):
