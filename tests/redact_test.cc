@@ -59,6 +59,19 @@ TEST(Redact, ANicSuffixAndTheDomainFollowTheirHost) {
   EXPECT_EQ(grep.rfind(r.Redact("gpu-node-7") + ".log:", 0), 0u) << grep;
 }
 
+// A pod of a Job is named after it ("trainer-workers-2-0-x7k2p" of Job
+// "trainer-workers-2"): the longest learned host hides, the pod's suffix stays,
+// so a peer's address still reads as that host's alias after redaction.
+TEST(Redact, APodNamedAfterItsJobFollowsTheJob) {
+  Redactor r("test-key");
+  r.AddHost("trainer-workers-2");
+  r.AddHost("trainer");
+  const std::string out =
+      r.Redact("socketProgress: Connection closed by remote peer trainer-workers-2-0-x7k2p.trainer<57622>");
+  EXPECT_EQ(out.find("trainer-workers"), std::string::npos) << out;
+  EXPECT_NE(out.find(r.Redact("trainer-workers-2") + "-0-x7k2p"), std::string::npos) << out;
+}
+
 TEST(Redact, UsersJobsAndWhatMustStay) {
   Redactor r = Make();
   r.Learn("zeyer@cn-234 ~ % nvidia-smi\nslurmstepd: error: *** STEP 9411285.0 ON cn-234 CANCELLED ***\n");

@@ -261,6 +261,18 @@ bool EndsWithAny(std::string_view s, std::initializer_list<std::string_view> tai
 
 }  // namespace
 
+// How much of `name` is a learned host: all of it, or the longest learned host
+// it begins with before a '-' (a NIC's suffix "node-7-ib", a pod of a Job
+// "trainer-workers-2-0-x7k2p"): that part is hidden and the suffix kept, as the
+// scan's peer map reads these aliases (PeerHost). 0 if none.
+size_t Redactor::HostPrefix(std::string_view name) const {
+  if (hosts_.count(name)) return name.size();
+  for (size_t dash = name.rfind('-'); dash != std::string_view::npos && dash > 0; dash = name.rfind('-', dash - 1)) {
+    if (hosts_.count(name.substr(0, dash))) return dash;
+  }
+  return 0;
+}
+
 // One pass, token by token: a run of host characters ('.' and ':' included)
 // is an address, a MAC, or ':'-separated parts each of which may be an
 // address, a learned host (with a NIC suffix and a domain after it), a user
@@ -386,10 +398,12 @@ void Redactor::Redact(std::string_view in, std::string* out) {
             EndsWithAny(in.substr(0, p), {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_ARRAY_JOB_ID=", "StepId=", "JobId="});
         if ((job_word || (d >= 5 && jobs_.count(digits))) && (d == part.size() || part[d] == '.')) replace(p, d, kJob);
       } else {
-        // A host: the part up to its first '.', or that without a short NIC suffix ("-ib").
+        // A host: the part up to its first '.', or a learned host it begins with before a '-'.
         const bool home = pb == '/' && EndsWithAny(in.substr(0, p), {"/home/", "/Users/"});
         const size_t dot = seen & kDot ? part.find('.') : std::string_view::npos;
-        if (dot != std::string_view::npos && dot + 1 < part.size() && !hosts_.count(part.substr(0, dot))) {
+        const std::string_view name = part.substr(0, dot);
+        const size_t name_len = HostPrefix(name);
+        if (dot != std::string_view::npos && dot + 1 < part.size() && name_len == 0) {
           // A host inside a dotted name ("nccl.ws-gpu01.20311", NCCL_DEBUG_FILE's): each label.
           bool any = false;
           for (size_t l = dot + 1; l < part.size();) {
@@ -431,15 +445,6 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         if (!home && !first_char_[static_cast<unsigned char>(part[0])] && !prompt) {
           p = q + 1;
           continue;  // no learned name starts so: nothing to look up
-        }
-        std::string_view name = part.substr(0, dot);
-        size_t name_len = 0;
-        if (hosts_.count(name)) {
-          name_len = name.size();
-        } else {
-          const size_t dash = name.rfind('-');
-          if (dash != std::string_view::npos && name.size() - dash - 1 <= 6 && hosts_.count(name.substr(0, dash)))
-            name_len = dash;
         }
         if (name_len > 0 && !(home && dot == std::string_view::npos && users_.count(part))) {
           replace(p, name_len, kHost);

@@ -78,6 +78,7 @@ class Redactor {
  private:
   // Valid until the next call.
   const std::string& Pseudonym(int kind, std::string_view value);
+  size_t HostPrefix(std::string_view name) const;
   std::string Digest(int kind, std::string_view value) const;
 
   std::string key_;
