@@ -68,7 +68,8 @@ std::string DumpSignal(int rank) {
 // PyTorch's collective fingerprints under TORCH_DISTRIBUTED_DEBUG=DETAIL disagree: it raises.
 const std::string kMismatch =
     "[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
-    "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is "
+    "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 "
+    "is "
     "running collective: CollectiveFingerPrint(SequenceNumber=1, OpType=REDUCE, TensorShape=[20, 10], "
     "TensorDtypes=Float).\n";
 
@@ -416,8 +417,6 @@ INSTANTIATE_TEST_SUITE_P(
             "fail",
             "NCCL-CONN-CLOSED",
             ""},
-        // After Init COMPLETE the connection was the running job's: its far end
-        // is the suspect host even though its logs were not collected.
         // A check that compares the ranks and raises (stops_run: error) ends the run
         // with an error: "fail", not "hung" ...
         Row{"fingerprint_mismatch_raised",
@@ -431,6 +430,8 @@ INSTANTIATE_TEST_SUITE_P(
             "hung",
             "TORCH-COLLECTIVE-MISMATCH",
             "0"},
+        // After Init COMPLETE the connection was the running job's: its far end
+        // is the suspect host even though its logs were not collected.
         Row{"closed_by_uncollected_peer_while_running",
             {InitLines(0, 2, true) + InitLines(1, 2, true) +
              "node-a:100:130 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
