@@ -73,6 +73,15 @@ const std::string kMismatch =
     "running collective: CollectiveFingerPrint(SequenceNumber=1, OpType=REDUCE, TensorShape=[20, 10], "
     "TensorDtypes=Float).\n";
 
+// Two nodes on NCCL's Socket transport, both initialised (no end shown).
+const std::string kSocketTwoNodes =
+    "node-a:1001:1001 [0] NCCL INFO NET/IB : No device found.\n"
+    "node-a:1001:1001 [0] NCCL INFO Using network Socket\n"
+    "node-b:2001:2001 [0] NCCL INFO NET/IB : No device found.\n"
+    "node-b:2001:2001 [0] NCCL INFO Using network Socket\n"
+    "node-a:1001:1050 [0] NCCL INFO comm 0x55a1 rank 0 nranks 2 cudaDev 0 busId 1b000 commId 0x7e11 - Init COMPLETE\n"
+    "node-b:2001:2050 [0] NCCL INFO comm 0x55b1 rank 1 nranks 2 cudaDev 0 busId 1b000 commId 0x7e11 - Init COMPLETE\n";
+
 struct Row {
   const char* name;
   std::vector<std::string> files;  // one log per entry
@@ -430,6 +439,22 @@ INSTANTIATE_TEST_SUITE_P(
             "hung",
             "TORCH-COLLECTIVE-MISMATCH",
             "0"},
+        // TCP sockets between nodes slow a job, they do not stop one: where the
+        // logs stop with nothing at error, the stop leads and the socket is context ...
+        Row{"socket_between_nodes_then_the_logs_stop",
+            {kSocketTwoNodes + "node-b:2001:2001 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 "
+                               "count 1024 datatype 7 op 0 root 0 comm 0x55b1 [nranks=2] stream 0x5600\n"},
+            "incomplete",
+            "RUN-STOPPED-IN-COLLECTIVES",
+            ""},
+        // ... unless a faster transport failed first: that is why sockets were taken.
+        Row{"socket_after_a_failed_net_plugin_stays_the_headline",
+            {"node-a:1001:1001 [0] nccl_net_ofi_create_plugin:1067 NCCL WARN NET/OFI aws-ofi-nccl initialization "
+             "failed\n" +
+             kSocketTwoNodes},
+            "incomplete",
+            "NET-SOCKET-MULTINODE",
+            "0,1"},
         // After Init COMPLETE the connection was the running job's: its far end
         // is the suspect host even though its logs were not collected.
         Row{"closed_by_uncollected_peer_while_running",
