@@ -419,7 +419,15 @@ void MarkWhyCulprit(std::vector<Finding>* fs) {
 // was slow, not in trouble; of a run whose story stops (RUN-STOPPED-*, no
 // progress shown), the stop is the headline. Either way they stay in the
 // report as context at info.
-void KeepPerformanceOfAFinishedRun(const JobState& state, std::vector<Finding>* fs) {
+void KeepPerformanceAsContext(const JobState& state, std::vector<Finding>* fs) {
+  auto keep_as_context = [fs](const char* why) {
+    for (Finding& f : *fs) {
+      if (!f.performance_only || f.severity != Severity::kWarning) continue;
+      f.severity = Severity::kInfo;
+      f.role = Role::kContext;
+      f.explanation += why;
+    }
+  };
   bool stopped = false, fallback_cause = false;
   for (const Finding& f : *fs) {
     if (f.severity >= Severity::kError && f.role != Role::kContext) return;
@@ -431,12 +439,7 @@ void KeepPerformanceOfAFinishedRun(const JobState& state, std::vector<Finding>* 
                                               f.category == Category::kGdr || f.category == Category::kInit);
   }
   if (stopped && !fallback_cause) {
-    for (Finding& f : *fs) {
-      if (!f.performance_only || f.severity != Severity::kWarning) continue;
-      f.severity = Severity::kInfo;
-      f.role = Role::kContext;
-      f.explanation += " It slows a job; it does not stop one: where the logs stop, look at the stage they stop in.";
-    }
+    keep_as_context(" It slows a job; it does not stop one: where the logs stop, look at the stage they stop in.");
     return;
   }
   const int clean = state.rules().fact(Fact::kCleanEnd), job = state.rules().fact(Fact::kJobEnd);
@@ -445,13 +448,7 @@ void KeepPerformanceOfAFinishedRun(const JobState& state, std::vector<Finding>* 
     const Subject& sub = state.subjects()[s];
     ended |= (clean >= 0 && sub.Has(clean)) || (job >= 0 && sub.Has(job));
   }
-  if (!ended) return;
-  for (Finding& f : *fs) {
-    if (!f.performance_only || f.severity != Severity::kWarning) continue;
-    f.severity = Severity::kInfo;
-    f.role = Role::kContext;
-    f.explanation += " The run shows its end and nothing failed: this made it slower, it did not stop it.";
-  }
+  if (ended) keep_as_context(" The run shows its end and nothing failed: this made it slower, it did not stop it.");
 }
 
 }  // namespace
@@ -528,7 +525,7 @@ Diagnosis Diagnose(const JobState& state) {
   }
 
   MarkWhyCulprit(&fs);
-  KeepPerformanceOfAFinishedRun(state, &fs);
+  KeepPerformanceAsContext(state, &fs);
   std::sort(fs.begin(), fs.end(), RanksBefore);
 
   Severity worst = Severity::kInfo;

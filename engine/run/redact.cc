@@ -402,7 +402,8 @@ void Redactor::Redact(std::string_view in, std::string* out) {
         const bool home = pb == '/' && EndsWithAny(in.substr(0, p), {"/home/", "/Users/"});
         const size_t dot = seen & kDot ? part.find('.') : std::string_view::npos;
         const std::string_view name = part.substr(0, dot);
-        const size_t name_len = HostPrefix(name);
+        // (No learned name starts with a byte first_char_ lacks: no lookup for most words.)
+        const size_t name_len = first_char_[static_cast<unsigned char>(part[0])] ? HostPrefix(name) : 0;
         if (dot != std::string_view::npos && dot + 1 < part.size() && name_len == 0) {
           // A host inside a dotted name ("nccl.ws-gpu01.20311", NCCL_DEBUG_FILE's): each label.
           bool any = false;
